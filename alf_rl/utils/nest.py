@@ -1,0 +1,168 @@
+"""Nest helpers whose errors say *where* two nests differ.
+
+``tf.nest`` reports a mismatch by dumping both nests; these helpers walk the
+nests themselves and name the path of the first difference, e.g.
+``observation['pos']: expected [B, 3] float32 from observation_spec, got
+[B, 1, 3] float64``. Paths follow ``tf.nest``'s flattening order (dict keys
+sorted, namedtuple fields in order).
+"""
+
+import numpy as np
+import tensorflow as tf
+
+
+def _is_namedtuple(x):
+    return isinstance(x, tuple) and hasattr(x, '_fields')
+
+
+def _children(x):
+    """(key label, child) pairs of a nest node, or None for a leaf."""
+    if isinstance(x, dict):
+        return [("[%r]" % k, x[k]) for k in sorted(x)]
+    if _is_namedtuple(x):
+        return [("." + f, getattr(x, f)) for f in x._fields]
+    if isinstance(x, (list, tuple)):
+        return [("[%d]" % i, v) for i, v in enumerate(x)]
+    return None
+
+
+def flatten_with_path(nest, prefix=''):
+    """Flattens a nest into ``[(path, leaf)]`` in ``tf.nest`` order.
+
+    Args:
+        nest: any nest of dicts, lists, tuples and namedtuples.
+        prefix: string put in front of every path.
+
+    Returns:
+        list of ``(path string, leaf)``; ``()`` and ``[]`` contribute nothing.
+    """
+    children = _children(nest)
+    if children is None:
+        return [(prefix, nest)]
+    result = []
+    for label, child in children:
+        result.extend(flatten_with_path(child, prefix + label))
+    return result
+
+
+def _kind(x):
+    if isinstance(x, dict):
+        return 'dict with keys %s' % sorted(x)
+    if _is_namedtuple(x):
+        return '%s%s' % (type(x).__name__, x._fields)
+    if isinstance(x, (list, tuple)):
+        return '%s of length %d' % (type(x).__name__, len(x))
+    return 'a leaf (%s)' % type(x).__name__
+
+
+def find_structure_difference(nest1, nest2, path=''):
+    """The path and description of the first structural difference, or None.
+
+    Namedtuples and plain tuples of the same length are treated as different
+    only when their types differ *and* one of them is a namedtuple.
+    """
+    c1, c2 = _children(nest1), _children(nest2)
+    if c1 is None and c2 is None:
+        return None
+    if (c1 is None) != (c2 is None) or (isinstance(nest1, dict) !=
+                                        isinstance(nest2, dict)):
+        return path or '<root>', "%s vs %s" % (_kind(nest1), _kind(nest2))
+    if ((_is_namedtuple(nest1) or _is_namedtuple(nest2))
+            and type(nest1) is not type(nest2)):
+        return path or '<root>', "%s vs %s" % (_kind(nest1), _kind(nest2))
+    if [k for k, _ in c1] != [k for k, _ in c2]:
+        return path or '<root>', "%s vs %s" % (_kind(nest1), _kind(nest2))
+    for (label, a), (_, b) in zip(c1, c2):
+        diff = find_structure_difference(a, b, path + label)
+        if diff is not None:
+            return diff
+    return None
+
+
+def assert_same_structure(nest1, nest2, name1='first', name2='second',
+                          prefix=''):
+    """Raises a ``ValueError`` naming the path where two nests differ.
+
+    Args:
+        nest1, nest2: nests to compare.
+        name1, name2: what to call them in the message.
+        prefix: path prefix for the message (e.g. ``'observation'``).
+    """
+    diff = find_structure_difference(nest1, nest2, prefix)
+    if diff is not None:
+        path, what = diff
+        raise ValueError("%s: structure of %s differs from %s: %s" %
+                         (path, name1, name2, what))
+
+
+def _shape_str(shape, outer_rank):
+    dims = ['B', 'T'][:outer_rank][::-1] if outer_rank <= 2 else ['?'] * outer_rank
+    shape = list(shape)
+    inner = [str(d) for d in shape[outer_rank:]]
+    return '[%s]' % ', '.join(dims + inner)
+
+
+def check_nest_matches_spec(values, specs, name='value', outer_rank=1,
+                            hint='', check_dtype=True):
+    """Checks that a nest of tensors/arrays matches a nest of specs.
+
+    Runs in Python (at trace time for tensors); call it once at a public
+    boundary, never inside a loop body.
+
+    Args:
+        values: nest of tensors or numpy arrays with ``outer_rank`` leading
+            (batch/time) dims.
+        specs: matching nest of ``tf.TensorSpec``.
+        name: name of the nest for the message, e.g. ``'observation'``.
+        outer_rank: number of leading dims not described by the spec.
+        hint: appended to the message.
+        check_dtype: also require equal dtypes.
+
+    Raises:
+        ValueError: naming the path, what was expected and what arrived.
+    """
+    assert_same_structure(values, specs, name, name + '_spec', prefix=name)
+    flat_v = flatten_with_path(values, name)
+    flat_s = flatten_with_path(specs, name)
+    for (path, v), (_, s) in zip(flat_v, flat_s):
+        vshape = tuple(v.shape)
+        vdtype = tf.as_dtype(v.dtype)
+        sshape = tuple(s.shape.as_list())
+        ok_rank = len(vshape) == outer_rank + len(sshape)
+        ok_shape = ok_rank and all(
+            a is None or b is None or a == b
+            for a, b in zip(vshape[outer_rank:], sshape))
+        ok_dtype = (not check_dtype) or vdtype == s.dtype
+        if not (ok_shape and ok_dtype):
+            raise ValueError(
+                "%s: expected %s %s from %s_spec, got %s %s%s" %
+                (path, _shape_str([None] * outer_rank + list(sshape),
+                                  outer_rank), s.dtype.name, name,
+                 list(vshape), vdtype.name, (' -- ' + hint) if hint else ''))
+
+
+def get_outer_rank(tensors, specs):
+    """The number of leading dims of ``tensors`` not described by ``specs``.
+
+    Raises:
+        ValueError: if leaves disagree on the outer rank.
+    """
+    ranks = set()
+    for (path, t), (_, s) in zip(flatten_with_path(tensors),
+                                 flatten_with_path(specs)):
+        ranks.add(len(t.shape) - len(s.shape))
+    if len(ranks) != 1:
+        raise ValueError("tensors have inconsistent outer ranks %s" %
+                         sorted(ranks))
+    return ranks.pop()
+
+
+def map_structure_up_to_specs(fn, specs, *nests):
+    """``tf.nest.map_structure`` over nests shaped like ``specs``."""
+    return tf.nest.map_structure(fn, specs, *nests)
+
+
+def to_numpy(nest):
+    """Converts every tensor of a nest into a numpy array."""
+    return tf.nest.map_structure(
+        lambda t: t.numpy() if tf.is_tensor(t) else np.asarray(t), nest)
