@@ -1,0 +1,119 @@
+"""Advantage actor-critic (A2C).
+
+Mnih et al. 2016, "Asynchronous Methods for Deep Reinforcement Learning",
+in its synchronous form: one actor network (a distribution over actions)
+and one value network, trained together on the driver's on-policy unroll
+with ``ActorCriticLoss``. Deviation from the paper: synchronous batched
+environments instead of asynchronous workers; optional GAE.
+"""
+
+import gin
+import tensorflow as tf
+
+from alf_rl.algorithms.actor_critic_loss import ActorCriticLoss
+from alf_rl.algorithms.on_policy_algorithm import OnPolicyAlgorithm
+from alf_rl.data_structures import PolicyStep, namedtuple
+from alf_rl.networks import ActorDistributionNetwork, ValueNetwork
+from alf_rl.ops import distributions as dist_ops
+from alf_rl.utils.common import make_stateless_seed
+
+ActorCriticState = namedtuple(
+    'ActorCriticState',
+    [
+        'actor',  # nest of [B, ...]: the actor network's state
+        'value',  # nest of [B, ...]: the value network's state
+    ],
+    default_value=())
+
+ActorCriticInfo = namedtuple(
+    'ActorCriticInfo',
+    [
+        'action_distribution',  # nest of distributions with batch [B]
+        'value',  # [B] float32 value estimate
+    ],
+    default_value=())
+
+
+@gin.configurable
+class ActorCriticAlgorithm(OnPolicyAlgorithm):
+    """A2C: an actor network, a value network and ``ActorCriticLoss``.
+
+    Args:
+        observation_spec: nest of specs of one observation.
+        action_spec: nest of bounded specs of one action.
+        actor_network_ctor: ``(observation_spec, action_spec) -> network``
+            returning a nest of action distributions.
+        value_network_ctor: ``(observation_spec) -> network`` returning [B]
+            values.
+        loss: an ``ActorCriticLoss`` (or any callable with its signature);
+            defaults to ``ActorCriticLoss()``.
+        optimizer: a ``tf_keras`` optimizer for both networks.
+        **kwargs: passed to ``RLAlgorithm`` (reward shaping, observation
+            transformers, gradient clipping, ...).
+    """
+
+    def __init__(self,
+                 observation_spec,
+                 action_spec,
+                 actor_network_ctor=ActorDistributionNetwork,
+                 value_network_ctor=ValueNetwork,
+                 loss=None,
+                 optimizer=None,
+                 name='ActorCriticAlgorithm',
+                 **kwargs):
+        actor_network = actor_network_ctor(observation_spec, action_spec)
+        value_network = value_network_ctor(observation_spec)
+        state_spec = ActorCriticState(actor=actor_network.state_spec,
+                                      value=value_network.state_spec)
+        super().__init__(observation_spec,
+                         action_spec,
+                         train_state_spec=state_spec,
+                         predict_state_spec=ActorCriticState(
+                             actor=actor_network.state_spec),
+                         optimizer=optimizer,
+                         name=name,
+                         **kwargs)
+        self._actor_network = actor_network
+        self._value_network = value_network
+        self._loss = loss if loss is not None else ActorCriticLoss()
+
+    def predict(self, time_step, state):
+        """Greedy action (the mode of the action distribution).
+
+        Args:
+            time_step: ``TimeStep`` with [B, ...] leaves.
+            state: ``ActorCriticState`` with [B, ...] leaves.
+        Returns:
+            ``PolicyStep(action, ActorCriticState, info=())``.
+        """
+        dist, actor_state = self._actor_network(time_step.observation,
+                                                state=state.actor)
+        action = dist_ops.mode(dist)
+        return PolicyStep(action=action,
+                          state=ActorCriticState(actor=actor_state))
+
+    def rollout(self, time_step, state):
+        """Samples an action and evaluates the value.
+
+        Args:
+            time_step: ``TimeStep`` with [B, ...] leaves.
+            state: ``ActorCriticState`` with [B, ...] leaves.
+        Returns:
+            ``PolicyStep(action [B, ...], ActorCriticState,
+            ActorCriticInfo(action_distribution, value [B]))``.
+        """
+        dist, actor_state = self._actor_network(time_step.observation,
+                                                state=state.actor)
+        value, value_state = self._value_network(time_step.observation,
+                                                 state=state.value)
+        action = dist_ops.sample_action_distribution(
+            dist, seed=make_stateless_seed())
+        return PolicyStep(action=action,
+                          state=ActorCriticState(actor=actor_state,
+                                                 value=value_state),
+                          info=ActorCriticInfo(action_distribution=dist,
+                                               value=value))
+
+    def calc_loss(self, training_info):
+        """``ActorCriticLoss`` on [T, B] training info."""
+        return self._loss(training_info, training_info.info.value)

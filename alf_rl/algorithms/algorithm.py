@@ -1,0 +1,372 @@
+"""``Algorithm``: the base of every learning component in alf_rl.
+
+An algorithm owns networks (``tf.Module``), maybe an optimizer, maybe
+sub-algorithms (attributes that are ``Algorithm``s). It exposes three step
+functions (``predict`` for evaluation, ``rollout`` for collection, and
+``train_step`` for off-policy recomputation), each taking ``[B, ...]`` inputs
+and a state nest and returning a ``PolicyStep``/``AlgStep``. Training goes
+through ``train_complete(tape, training_info)``, which calls ``calc_loss``
+inside the tape, reduces the loss over valid steps, computes gradients per
+optimizer, optionally clips them and applies them.
+
+Optimizer ownership: variables of an algorithm, of its non-algorithm modules
+and of sub-algorithms without an optimizer of their own are trained by the
+algorithm's optimizer; a sub-algorithm with its own optimizer trains its own
+subtree. Attributes listed by ``_trainable_attributes_to_ignore()`` (target
+networks) are skipped.
+"""
+
+import tensorflow as tf
+
+from alf_rl.data_structures import LossInfo
+from alf_rl.specs import zeros_from_spec
+from alf_rl.utils.nest import flatten_with_path
+
+
+def _is_optimizer(obj):
+    return hasattr(obj, 'apply_gradients') and hasattr(obj, 'get_config')
+
+
+class Algorithm(tf.Module):
+    """Base class of algorithms (see the module docstring).
+
+    Args:
+        train_state_spec: nest of ``tf.TensorSpec`` of the ``train_step``
+            state (without batch dim); ``()`` when stateless.
+        rollout_state_spec: state spec of ``rollout``; defaults to
+            ``train_state_spec``.
+        predict_state_spec: state spec of ``predict``; defaults to
+            ``rollout_state_spec``.
+        optimizer: a ``tf_keras`` optimizer, or None to let the parent
+            algorithm's optimizer train this algorithm's variables.
+        gradient_clipping: if set, clip gradients to this norm.
+        clip_by_global_norm: clip by the global norm of each optimizer's
+            gradients instead of per-tensor norms.
+        name: module name.
+    """
+
+    def __init__(self,
+                 train_state_spec=(),
+                 rollout_state_spec=None,
+                 predict_state_spec=None,
+                 optimizer=None,
+                 gradient_clipping=None,
+                 clip_by_global_norm=False,
+                 name='Algorithm'):
+        super().__init__(name=name)
+        if gradient_clipping is not None and gradient_clipping <= 0:
+            raise ValueError("gradient_clipping must be positive, got %s" %
+                             gradient_clipping)
+        self._train_state_spec = train_state_spec
+        self._rollout_state_spec = (train_state_spec
+                                    if rollout_state_spec is None else
+                                    rollout_state_spec)
+        self._predict_state_spec = (self._rollout_state_spec
+                                    if predict_state_spec is None else
+                                    predict_state_spec)
+        self._optimizer = optimizer
+        self._gradient_clipping = gradient_clipping
+        self._clip_by_global_norm = clip_by_global_norm
+        self._opt_var_sets = None
+
+    # ------------------------------------------------------------ state specs
+    @property
+    def train_state_spec(self):
+        """Nest of specs of the ``train_step`` state (no batch dim)."""
+        return self._train_state_spec
+
+    @property
+    def rollout_state_spec(self):
+        """Nest of specs of the ``rollout`` state (no batch dim)."""
+        return self._rollout_state_spec
+
+    @property
+    def predict_state_spec(self):
+        """Nest of specs of the ``predict`` state (no batch dim)."""
+        return self._predict_state_spec
+
+    def get_initial_train_state(self, batch_size):
+        """Zero train state, leaves shaped [batch_size, ...]."""
+        return zeros_from_spec(self._train_state_spec, [batch_size])
+
+    def get_initial_rollout_state(self, batch_size):
+        """Zero rollout state, leaves shaped [batch_size, ...]."""
+        return zeros_from_spec(self._rollout_state_spec, [batch_size])
+
+    def get_initial_predict_state(self, batch_size):
+        """Zero predict state, leaves shaped [batch_size, ...]."""
+        return zeros_from_spec(self._predict_state_spec, [batch_size])
+
+    # ------------------------------------------------------------ steps
+    def predict(self, inputs, state):
+        """One greedy step for evaluation; defaults to ``rollout``.
+
+        Args:
+            inputs: nest of [B, ...] tensors.
+            state: nest matching ``predict_state_spec`` with [B, ...] leaves.
+        Returns:
+            ``PolicyStep``/``AlgStep`` with [B, ...] leaves.
+        """
+        return self.rollout(inputs, state)
+
+    def rollout(self, inputs, state):
+        """One step during collection (and on-policy training).
+
+        Defaults to ``train_step``. Runs inside ``tf.while_loop``: no Python
+        side effects. Args/returns as ``predict`` with ``rollout_state_spec``.
+        """
+        return self.train_step(inputs, state)
+
+    def train_step(self, inputs, state):
+        """One step recomputed from stored experience (off-policy training).
+
+        Args/returns as ``predict`` with ``train_state_spec``.
+        """
+        raise NotImplementedError("%s must implement train_step or rollout" %
+                                  type(self).__name__)
+
+    def preprocess_experience(self, experience):
+        """Hook on replayed experience before training (e.g. advantages).
+
+        Args:
+            experience: ``Experience`` nest with [B, T, ...] leaves.
+        Returns:
+            The processed experience, same structure.
+        """
+        return experience
+
+    def calc_loss(self, training_info):
+        """Per-step losses from [T, B] training info; defaults to ``info``.
+
+        Args:
+            training_info: ``TrainingInfo`` with [T, B, ...] leaves.
+        Returns:
+            ``LossInfo`` whose ``loss`` is [T, B].
+        """
+        if not isinstance(training_info.info, LossInfo):
+            raise TypeError("%s.calc_loss: info must be a LossInfo unless "
+                            "calc_loss is overridden; got %s" %
+                            (type(self).__name__,
+                             type(training_info.info).__name__))
+        return training_info.info
+
+    def after_train(self, training_info):
+        """Called after gradients were applied (target updates and the like).
+
+        Args:
+            training_info: the ``TrainingInfo`` that was trained on.
+        """
+        del training_info
+
+    # ------------------------------------------------------------ variables
+    def _trainable_attributes_to_ignore(self):
+        """Names of attributes whose variables are not trained (targets)."""
+        return []
+
+    @property
+    def optimizer(self):
+        """This algorithm's own optimizer (or None)."""
+        return self._optimizer
+
+    def _collect(self):
+        """(own variables, [(optimizer, variables)] of subtrees with one)."""
+        own, sets, visited = [], [], set()
+        ignore = set(self._trainable_attributes_to_ignore())
+        for attr in sorted(vars(self)):
+            # '_self_*' are tf.Module's own tracking lists (they reference
+            # the same children again).
+            if (attr in ignore or attr.startswith('_self_')
+                    or attr in ('_optimizer', '_opt_var_sets')):
+                continue
+            value = vars(self)[attr]
+            for leaf in _flatten_attribute(value):
+                if isinstance(leaf, Algorithm):
+                    if id(leaf) in visited:
+                        continue
+                    visited.add(id(leaf))
+                    child_own, child_sets = leaf._collect()
+                    if leaf._optimizer is not None:
+                        sets.append((leaf._optimizer, child_own))
+                    else:
+                        own.extend(child_own)
+                    sets.extend(child_sets)
+                elif isinstance(leaf, tf.Variable):
+                    if leaf.trainable:
+                        own.append(leaf)
+                elif isinstance(leaf, tf.Module) and not _is_optimizer(leaf):
+                    own.extend(leaf.trainable_variables)
+        return _unique(own), sets
+
+    def get_optimizer_and_variable_sets(self):
+        """The list of ``(optimizer, [variables])`` this algorithm trains.
+
+        Computed once; networks are built from specs in constructors, so all
+        variables exist by then.
+
+        Raises:
+            ValueError: if a variable is reachable from two optimizers, or
+                variables have no optimizer at all.
+        """
+        if self._opt_var_sets is not None:
+            return self._opt_var_sets
+        own, sets = self._collect()
+        all_sets = ([(self._optimizer, own)] if own else []) + sets
+        seen = {}
+        for i, (opt, variables) in enumerate(all_sets):
+            if opt is None and variables:
+                raise ValueError(
+                    "%s: %d trainable variables (e.g. %s) have no optimizer: "
+                    "give this algorithm an optimizer or give its "
+                    "sub-algorithms their own" %
+                    (self.name, len(variables), variables[0].name))
+            for v in variables:
+                if v.ref() in seen and seen[v.ref()] != i:
+                    raise ValueError(
+                        "variable %s is trained by two optimizers; each "
+                        "variable must belong to exactly one algorithm" %
+                        v.name)
+                seen[v.ref()] = i
+        self._opt_var_sets = [(o, vs) for o, vs in all_sets if vs]
+        return self._opt_var_sets
+
+    def build_optimizers(self):
+        """Creates every optimizer's slot variables now.
+
+        Called by drivers before compiling: a ``tf.function`` that creates
+        variables on its first call is traced twice, and a checkpoint
+        restores slots directly instead of deferring them.
+        """
+        for optimizer, variables in self.get_optimizer_and_variable_sets():
+            if hasattr(optimizer, 'build'):
+                optimizer.build(variables)
+
+    @property
+    def trainable_variables(self):
+        """All variables this algorithm trains, without duplicates."""
+        own, sets = self._collect()
+        return _unique(own + [v for _, vs in sets for v in vs])
+
+    # ------------------------------------------------------------ training
+    def train_complete(self, tape, training_info, valid_masks=None,
+                       weight=1.0):
+        """Computes the loss inside ``tape``, then gradients, then updates.
+
+        The per-step loss is averaged over valid steps only (``sum(loss *
+        mask) / max(sum(mask), 1)``); ``scalar_loss`` is added after the
+        reduction. A non-finite total loss stops training with an
+        ``InvalidArgumentError`` naming the loss before any update.
+
+        Args:
+            tape: the ``tf.GradientTape`` under which the forward pass ran
+                (persistent when more than one optimizer is used).
+            training_info: ``TrainingInfo`` with [T, B, ...] leaves.
+            valid_masks: [T, B] (or [B]) float mask of steps that count.
+            weight: scalar multiplying the total loss.
+
+        Returns:
+            ``(loss_info, grads_and_vars)``: ``loss_info`` with scalar
+            ``loss``/``extra`` leaves; ``grads_and_vars`` the clipped
+            gradients actually applied.
+        """
+        with tape:
+            loss_info = self.calc_loss(training_info)
+            loss_info = reduce_loss_info(loss_info, valid_masks)
+            total = tf.zeros(())
+            if not _is_empty(loss_info.loss):
+                total += loss_info.loss
+            if not _is_empty(loss_info.scalar_loss):
+                total += loss_info.scalar_loss
+            total = tf.debugging.check_numerics(
+                total * weight, "loss of %s (components: %s)" %
+                (self.name, ', '.join(p for p, _ in flatten_with_path(
+                    loss_info.extra, 'loss'))))
+        all_grads_and_vars = []
+        for optimizer, variables in self.get_optimizer_and_variable_sets():
+            grads = tape.gradient(total, variables)
+            grads_and_vars = [(g, v) for g, v in zip(grads, variables)
+                              if g is not None]
+            grads_and_vars = self._clip(grads_and_vars)
+            optimizer.apply_gradients(grads_and_vars)
+            all_grads_and_vars.extend(grads_and_vars)
+        self.after_train(training_info)
+        return loss_info._replace(loss=total), all_grads_and_vars
+
+    def _clip(self, grads_and_vars):
+        if self._gradient_clipping is None or not grads_and_vars:
+            return grads_and_vars
+        grads, variables = zip(*grads_and_vars)
+        if self._clip_by_global_norm:
+            grads, _ = tf.clip_by_global_norm(grads, self._gradient_clipping)
+        else:
+            grads = [tf.clip_by_norm(g, self._gradient_clipping) for g in grads]
+        return list(zip(grads, variables))
+
+
+def _flatten_attribute(value):
+    if isinstance(value, (tf.Module, tf.Variable)):
+        return [value]
+    if isinstance(value, (list, tuple, dict)):
+        try:
+            return tf.nest.flatten(value)
+        except (TypeError, ValueError):
+            return []
+    return []
+
+
+def _unique(variables):
+    seen, result = set(), []
+    for v in variables:
+        if v.ref() not in seen:
+            seen.add(v.ref())
+            result.append(v)
+    return result
+
+
+def _is_empty(x):
+    return isinstance(x, tuple) and x == ()
+
+
+def masked_mean(x, mask):
+    """Mean of ``x`` over entries where ``mask`` is 1.
+
+    Args:
+        x: [T, B] or [B] float32; lower-rank tensors are returned averaged.
+        mask: same leading shape as ``x`` float32, or None for a plain mean.
+    Returns:
+        [] float32; 0 when the mask is all zero.
+    """
+    x = tf.convert_to_tensor(x)
+    if x.shape.rank == 0:
+        return x
+    if mask is None:
+        return tf.reduce_mean(x)
+    mask = tf.cast(mask, x.dtype)
+    if mask.shape.rank != x.shape.rank:
+        # e.g. a [B] loss with a [T, B] mask: use the last row's mask.
+        if mask.shape.rank > x.shape.rank:
+            mask = mask[-1]
+        else:
+            return tf.reduce_mean(x)
+    return tf.reduce_sum(x * mask) / tf.maximum(tf.reduce_sum(mask), 1.0)
+
+
+def reduce_loss_info(loss_info, valid_masks):
+    """Averages every per-step leaf of a ``LossInfo`` over valid steps.
+
+    Args:
+        loss_info: ``LossInfo`` with [T, B] or [B] leaves.
+        valid_masks: [T, B] or [B] mask, or None.
+    Returns:
+        ``LossInfo`` with [] leaves.
+    """
+    loss = (loss_info.loss if _is_empty(loss_info.loss) else masked_mean(
+        loss_info.loss, valid_masks))
+    scalar = loss_info.scalar_loss
+    if not _is_empty(scalar):
+        scalar = tf.convert_to_tensor(scalar)
+        if scalar.shape.rank != 0:
+            raise ValueError("LossInfo.scalar_loss must be a scalar, got "
+                             "shape %s" % scalar.shape)
+    extra = tf.nest.map_structure(lambda e: masked_mean(e, valid_masks),
+                                  loss_info.extra)
+    return LossInfo(loss=loss, scalar_loss=scalar, extra=extra)

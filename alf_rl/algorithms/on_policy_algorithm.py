@@ -1,0 +1,25 @@
+"""``OnPolicyAlgorithm``: trained from the on-policy unroll of a driver.
+
+Its ``rollout`` runs under the driver's ``GradientTape``, so the infos it
+returns carry gradients to the loss. ``train_step`` replays ``rollout`` on
+stored experience, so the same algorithm can also be trained from a replay
+buffer (off-policy actor-critic, PPO's mini-batch epochs).
+"""
+
+from alf_rl.algorithms.rl_algorithm import RLAlgorithm
+from alf_rl.data_structures import experience_to_time_step
+
+
+class OnPolicyAlgorithm(RLAlgorithm):
+    """An ``RLAlgorithm`` whose ``train_step`` is its ``rollout``."""
+
+    def train_step(self, experience, state):
+        """``rollout`` on the ``TimeStep`` part of ``experience``.
+
+        Args:
+            experience: ``Experience`` with [B, ...] leaves.
+            state: nest matching ``train_state_spec``.
+        Returns:
+            ``PolicyStep`` as from ``rollout``.
+        """
+        return self.rollout(experience_to_time_step(experience), state)

@@ -1,0 +1,94 @@
+"""``RLAlgorithm``: an ``Algorithm`` that acts in an environment.
+
+Adds observation/action specs, ``transform_timestep`` (reward shaping and
+observation transformers, applied identically at rollout and at replay) and
+the default LAST-step masking of ``train_complete``.
+"""
+
+import tensorflow as tf
+
+from alf_rl.algorithms.algorithm import Algorithm
+from alf_rl.specs import time_step_spec
+from alf_rl.utils.common import valid_step_mask
+
+
+class RLAlgorithm(Algorithm):
+    """Base class of reinforcement-learning algorithms.
+
+    Args:
+        observation_spec: nest of specs of one observation (no batch dim).
+        action_spec: nest of (bounded) specs of one action.
+        reward_shaping_fn: optional callable ``[B] reward -> [B] reward``
+            applied in ``transform_timestep``.
+        observation_transformer: optional callable (or list of callables)
+            ``observation nest -> observation nest`` applied in
+            ``transform_timestep``.
+        **kwargs: passed to ``Algorithm`` (state specs, optimizer, clipping,
+            name).
+    """
+
+    def __init__(self,
+                 observation_spec,
+                 action_spec,
+                 reward_shaping_fn=None,
+                 observation_transformer=None,
+                 name='RLAlgorithm',
+                 **kwargs):
+        super().__init__(name=name, **kwargs)
+        self._observation_spec = observation_spec
+        self._action_spec = action_spec
+        self._reward_shaping_fn = reward_shaping_fn
+        if observation_transformer is None:
+            observation_transformer = []
+        elif callable(observation_transformer):
+            observation_transformer = [observation_transformer]
+        self._observation_transformers = list(observation_transformer)
+
+    @property
+    def observation_spec(self):
+        """Nest of specs of one observation."""
+        return self._observation_spec
+
+    @property
+    def action_spec(self):
+        """Nest of specs of one action."""
+        return self._action_spec
+
+    @property
+    def time_step_spec(self):
+        """``TimeStep`` spec (no batch dim)."""
+        return time_step_spec(self._observation_spec, self._action_spec)
+
+    def transform_timestep(self, time_step):
+        """Reward shaping then observation transformers.
+
+        Args:
+            time_step: ``TimeStep`` or ``Experience`` with [B, ...] or
+                [B, T, ...] leaves.
+        Returns:
+            The same structure with transformed reward and observation.
+        """
+        if self._reward_shaping_fn is not None:
+            time_step = time_step._replace(
+                reward=self._reward_shaping_fn(time_step.reward))
+        observation = time_step.observation
+        for transformer in self._observation_transformers:
+            observation = transformer(observation)
+        return time_step._replace(observation=observation)
+
+    def train_complete(self, tape, training_info, valid_masks=None,
+                       weight=1.0):
+        """``Algorithm.train_complete`` with LAST steps masked by default.
+
+        Args:
+            tape: ``tf.GradientTape`` of the forward pass.
+            training_info: ``TrainingInfo`` with [T, B, ...] leaves.
+            valid_masks: [T, B] float mask; defaults to ``step_type != LAST``.
+            weight: scalar loss weight.
+        Returns:
+            ``(loss_info, grads_and_vars)``.
+        """
+        if valid_masks is None:
+            valid_masks = valid_step_mask(training_info.step_type)
+        return super().train_complete(tape, training_info, valid_masks,
+                                      weight)

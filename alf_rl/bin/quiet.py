@@ -1,0 +1,52 @@
+"""Silences TensorFlow's start-up noise without hiding real errors.
+
+TensorFlow 2.21 prints INFO lines (oneDNN, missing CUDA drivers) through
+absl before ``TF_CPP_MIN_LOG_LEVEL`` takes effect. ``import_tensorflow``
+imports it with file descriptor 2 sent to a temporary file, then writes back
+every line that is not one of those known notices, so genuine errors and
+warnings still reach the terminal.
+"""
+
+import os
+import re
+import sys
+import tempfile
+
+_NOISE = [
+    re.compile(r'^WARNING: All log messages before absl::InitializeLog'),
+    re.compile(r'^I\d{4} .*'),  # glog-style INFO lines
+    re.compile(r'^E\d{4} .*(cuInit|cuda_platform|cuda_executor|cudart)'),
+    re.compile(r'^W\d{4} .*(cuda|TensorRT|TF-TRT)'),
+    re.compile(r'^To enable the following instructions: .*rebuild '
+               r'TensorFlow'),
+]
+
+
+def is_noise(line):
+    """True for a known TensorFlow start-up notice (not an error)."""
+    return any(p.match(line) for p in _NOISE)
+
+
+def import_tensorflow():
+    """Imports TensorFlow (and TFP) quietly; returns the ``tensorflow`` module."""
+    os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode='w+b') as capture:
+        os.dup2(capture.fileno(), 2)
+        try:
+            import tensorflow as tf
+            import tensorflow_probability  # noqa: F401 (same noise)
+            # Device discovery prints CUDA notices on CPU-only machines.
+            tf.config.list_physical_devices()
+            tf.constant(0)
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            capture.seek(0)
+            for line in capture.read().decode('utf-8', 'replace').splitlines():
+                if line.strip() and not is_noise(line):
+                    print(line, file=sys.stderr)
+    tf.get_logger().setLevel('ERROR')
+    return tf

@@ -1,0 +1,91 @@
+r"""Trains an algorithm from gin files.
+
+Usage::
+
+    alf-train --gin_file examples/ac_cart_pole.gin --root_dir DIR \
+        [--gin_param 'TrainerConfig.num_iterations=200']
+
+Rerunning the same command on the same ``DIR`` resumes from the newest
+checkpoint (counters continue). Outputs: ``DIR/train``, ``DIR/eval``
+(TensorBoard), ``DIR/ckpt``, ``DIR/config.gin``.
+"""
+
+import os
+import sys
+
+from absl import app, flags
+
+from alf_rl.bin.quiet import import_tensorflow
+
+FLAGS = flags.FLAGS
+flags.DEFINE_multi_string('gin_file', None, 'Paths to gin config files.')
+flags.DEFINE_multi_string('gin_param', None,
+                          "Gin bindings, e.g. 'TrainerConfig.num_iterations=10'.")
+flags.DEFINE_string('root_dir', None, 'Directory of the run (resumable).')
+
+
+def parse_gin(gin_files, gin_params, root_dir=None):
+    """Parses gin files and bindings with a clear error on a bad binding.
+
+    Args:
+        gin_files: list of gin file paths.
+        gin_params: list of binding strings.
+        root_dir: bound to ``TrainerConfig.root_dir`` when given.
+    Raises:
+        ValueError: naming the file or binding that failed and why.
+    """
+    import gin
+    import alf_rl.configurables  # noqa: F401 (registers gin names)
+    for path in gin_files or []:
+        if not os.path.exists(path):
+            raise ValueError("gin file not found: %s" % path)
+    bindings = list(gin_params or [])
+    if root_dir:
+        bindings.append("TrainerConfig.root_dir=%r" % root_dir)
+    try:
+        gin.parse_config_files_and_bindings(gin_files or [], bindings,
+                                            finalize_config=False)
+    except (ValueError, KeyError, SyntaxError, ImportError) as e:
+        raise ValueError("bad gin configuration (%s): %s" %
+                         (', '.join(gin_files or []) or 'bindings', e)) from e
+
+
+def train(root_dir, gin_files=(), gin_params=()):
+    """Builds the configured trainer and trains; returns its result dict."""
+    import_tensorflow()
+    parse_gin(gin_files, gin_params, root_dir)
+    from alf_rl.trainers import OnPolicyTrainer, TrainerConfig
+    config = TrainerConfig()
+    trainer_cls = config.trainer or OnPolicyTrainer
+    trainer = trainer_cls(config)
+    try:
+        return trainer.train()
+    finally:
+        trainer.close()
+
+
+def _main(argv):
+    if len(argv) > 1:
+        raise app.UsageError('unexpected arguments: %s' % argv[1:])
+    if not FLAGS.root_dir:
+        raise app.UsageError('--root_dir is required')
+    if not FLAGS.gin_file:
+        raise app.UsageError('--gin_file is required')
+    from alf_rl.trainers.trainer import TrainingError
+    from alf_rl.utils.checkpoint import CheckpointError
+    try:
+        result = train(FLAGS.root_dir, FLAGS.gin_file, FLAGS.gin_param)
+    except (ValueError, TypeError, TrainingError, CheckpointError) as e:
+        print('alf-train: error: %s' % e, file=sys.stderr)
+        sys.exit(1)
+    print('alf-train: done: ' + ', '.join(
+        '%s=%.4g' % (k, v) for k, v in sorted(result.items())))
+
+
+def main():
+    """Console entry point of ``alf-train``."""
+    app.run(_main)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,23 @@
+"""Imports every module that registers gin configurables.
+
+gin only knows a name once the module defining it was imported; the
+training and play scripts import this module before parsing configs.
+"""
+
+import tf_keras  # noqa: F401
+import gin
+
+import alf_rl.algorithms  # noqa: F401
+import alf_rl.environments  # noqa: F401
+import alf_rl.networks  # noqa: F401
+import alf_rl.ops.losses as _losses
+import alf_rl.trainers  # noqa: F401
+
+gin.external_configurable(tf_keras.optimizers.Adam, module='tf_keras.optimizers')
+gin.external_configurable(tf_keras.optimizers.RMSprop,
+                          module='tf_keras.optimizers')
+gin.external_configurable(tf_keras.optimizers.SGD, module='tf_keras.optimizers')
+gin.external_configurable(_losses.element_wise_squared_loss,
+                          module='alf_rl.ops.losses')
+gin.external_configurable(_losses.element_wise_huber_loss,
+                          module='alf_rl.ops.losses')

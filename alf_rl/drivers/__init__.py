@@ -1,0 +1,4 @@
+"""Drivers: run algorithms in environments inside TensorFlow graphs."""
+
+from alf_rl.drivers.on_policy_driver import OnPolicyDriver
+from alf_rl.drivers.evaluation_driver import EvaluationDriver

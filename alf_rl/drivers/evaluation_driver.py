@@ -1,0 +1,70 @@
+"""``EvaluationDriver``: greedy evaluation over whole episodes in one graph.
+
+Each of the B evaluation environments plays exactly one episode with
+``algorithm.predict``; counting only the first episode of every environment
+avoids the bias towards short episodes that "first N episodes to finish"
+has when environments run in parallel.
+"""
+
+import tensorflow as tf
+
+from alf_rl.utils.common import reset_state_if_necessary
+
+
+class EvaluationDriver(object):
+    """Plays one greedy episode in each environment of ``env``.
+
+    Args:
+        env: a batched ``TFEnvironment``; B = number of episodes per run.
+        algorithm: an ``RLAlgorithm``; its ``predict`` is used.
+        max_steps: safety bound on steps per episode.
+        use_tf_functions: compile the evaluation loop.
+    """
+
+    def __init__(self, env, algorithm, max_steps=100000,
+                 use_tf_functions=True):
+        self._env = env
+        self._algorithm = algorithm
+        self._max_steps = int(max_steps)
+        self._run_fn = (tf.function(self._run, autograph=False)
+                        if use_tf_functions else self._run)
+
+    def run(self):
+        """Plays the episodes.
+
+        Returns:
+            ``(returns, lengths)``: [B] float32 episode returns and [B] int32
+            episode lengths (number of transitions).
+        """
+        return self._run_fn()
+
+    def _run(self):
+        alg, env = self._algorithm, self._env
+        batch_size = env.batch_size
+        time_step = env.reset()
+        state = alg.get_initial_predict_state(batch_size)
+        returns = tf.zeros([batch_size], tf.float32)
+        lengths = tf.zeros([batch_size], tf.int32)
+        done = tf.zeros([batch_size], tf.bool)
+
+        def _cond(t, time_step, state, returns, lengths, done):
+            return tf.logical_not(tf.reduce_all(done))
+
+        def _body(t, time_step, state, returns, lengths, done):
+            state = reset_state_if_necessary(
+                state, alg.get_initial_predict_state(batch_size),
+                time_step.is_first())
+            policy_step = alg.predict(alg.transform_timestep(time_step), state)
+            next_time_step = env.step(policy_step.action)
+            active = tf.logical_not(done)
+            returns += tf.where(active, next_time_step.reward, 0.0)
+            lengths += tf.cast(active, tf.int32)
+            done = tf.logical_or(done, next_time_step.is_last())
+            return t + 1, next_time_step, policy_step.state, returns, lengths, \
+                done
+
+        _, _, _, returns, lengths, _ = tf.while_loop(
+            _cond, _body,
+            (tf.constant(0), time_step, state, returns, lengths, done),
+            maximum_iterations=self._max_steps)
+        return returns, lengths

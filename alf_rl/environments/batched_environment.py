@@ -1,0 +1,210 @@
+"""``BatchedPyEnvironment``: B unbatched ``PyEnvironment``s stepped in-process.
+
+For cheap environments (CartPole, Pendulum) a subprocess per environment
+costs more in inter-process communication than the physics; stepping them in
+a Python loop is faster. ``ParallelPyEnvironment`` is the subprocess
+counterpart. Both stack their per-environment results with ``_BatchStacker``.
+
+No TensorFlow at import time (specs are read lazily from the environments).
+"""
+
+import numpy as np
+
+from alf_rl.data_structures import StepType, TimeStep
+from alf_rl.environments.py_environment import (PyEnvironment, flatten_nest,
+                                                numpy_dtype, pack_nest_as,
+                                                spec_shape)
+
+_FIRST = int(StepType.FIRST)
+
+
+def _structure_of(nest):
+    """``None`` if ``nest`` is a single leaf, else the nest itself."""
+    return nest if isinstance(nest, (dict, list, tuple)) else None
+
+
+class _BatchStacker(object):
+    """Stacks per-environment ``_flat_step`` results into a batched TimeStep.
+
+    Args:
+        observation_spec: nest of specs of one observation.
+        action_spec: nest of specs of one action.
+        batch_size: B.
+    """
+
+    def __init__(self, observation_spec, action_spec, batch_size):
+        self.batch_size = batch_size
+        self.obs_structure = _structure_of(observation_spec)
+        flat_obs_specs = flatten_nest(observation_spec)
+        self.num_obs = len(flat_obs_specs)
+        self.action_structure = _structure_of(action_spec)
+        flat_action_specs = flatten_nest(action_spec)
+        self.action_dtypes = [numpy_dtype(s) for s in flat_action_specs]
+        self.zero_actions = [
+            np.zeros((batch_size, ) + spec_shape(s), numpy_dtype(s))
+            for s in flat_action_specs
+        ]
+        # Scalar integer actions are handed to environments as Python ints
+        # (one ``tolist()`` instead of B numpy scalar extractions).
+        self.action_as_list = (self.action_structure is None
+                               and spec_shape(flat_action_specs[0]) == ()
+                               and self.action_dtypes[0].kind in 'iub')
+        self.env_id = np.arange(batch_size, dtype=np.int32)
+
+    def split_action(self, action):
+        """[B, ...] action nest -> list of B per-environment actions."""
+        if self.action_structure is None:
+            if self.action_as_list:
+                return action.tolist()
+            return list(action)
+        flat = flatten_nest(action)
+        return [
+            pack_nest_as(self.action_structure, [a[i] for a in flat])
+            for i in range(self.batch_size)
+        ]
+
+    def stack(self, results, action=None):
+        """Builds the batched ``TimeStep``.
+
+        Args:
+            results: B tuples ``(step_type, reward, discount, flat_obs)``.
+            action: the [B, ...] action nest that was applied, or ``None``
+                after a reset (``prev_action`` is then zeros).
+
+        Returns:
+            ``TimeStep`` of [B, ...] numpy arrays.
+        """
+        step_types, rewards, discounts, observations = zip(*results)
+        step_type = np.array(step_types, np.int32)
+        if self.num_obs == 1:
+            observation = np.stack([o[0] for o in observations])
+        else:
+            flat = [np.stack(leaves) for leaves in zip(*observations)]
+            observation = pack_nest_as(self.obs_structure, flat)
+        if action is None:
+            flat_prev = [z.copy() for z in self.zero_actions]
+        else:
+            flat_prev = [
+                np.array(a, d) for a, d in zip(
+                    [action] if self.action_structure is None else
+                    flatten_nest(action), self.action_dtypes)
+            ]
+            if _FIRST in step_types:
+                first = step_type == _FIRST
+                for a in flat_prev:
+                    a[first] = 0
+        prev_action = (flat_prev[0] if self.action_structure is None else
+                       pack_nest_as(self.action_structure, flat_prev))
+        return TimeStep(step_type=step_type,
+                        reward=np.array(rewards, np.float32),
+                        discount=np.array(discounts, np.float32),
+                        observation=observation,
+                        prev_action=prev_action,
+                        env_id=self.env_id.copy())
+
+
+def _check_same_specs(specs, what, describe):
+    """Raises ValueError if environments disagree on a spec nest."""
+    flat0 = flatten_nest(specs[0])
+    for i, s in enumerate(specs[1:], 1):
+        flat = flatten_nest(s)
+        if len(flat) != len(flat0) or any(a != b
+                                          for a, b in zip(flat0, flat)):
+            raise ValueError(
+                "%s of environment %d (%s) differs from environment 0's: %s "
+                "vs %s; all environments of a batch must have equal specs" %
+                (what, i, describe(i), s, specs[0]))
+
+
+class BatchedPyEnvironment(PyEnvironment):
+    """Batches unbatched ``PyEnvironment``s, stepping them in this process.
+
+    ``env_id`` of row i is i. Each environment resets itself after its own
+    LAST step (the row's action is then ignored and its ``prev_action`` is
+    zero).
+
+    Args:
+        envs: non-empty sequence of unbatched ``PyEnvironment``s with equal
+            specs.
+
+    Raises:
+        ValueError: for an empty list, a batched environment or unequal
+            specs.
+    """
+
+    def __init__(self, envs):
+        envs = list(envs)
+        if not envs:
+            raise ValueError("BatchedPyEnvironment needs at least one "
+                             "environment")
+        for i, env in enumerate(envs):
+            if not isinstance(env, PyEnvironment):
+                raise ValueError(
+                    "BatchedPyEnvironment: environment %d is a %s, expected "
+                    "an unbatched PyEnvironment (e.g. suite_gym.load(...))" %
+                    (i, type(env).__name__))
+            if env.batched:
+                raise ValueError(
+                    "BatchedPyEnvironment: environment %d is already batched "
+                    "(batch_size %s); pass unbatched environments" %
+                    (i, env.batch_size))
+        self._envs = envs
+        self._observation_spec = envs[0].observation_spec()
+        self._action_spec = envs[0].action_spec()
+        describe = lambda i: type(envs[i]).__name__
+        _check_same_specs([e.observation_spec() for e in envs],
+                          'observation_spec', describe)
+        _check_same_specs([e.action_spec() for e in envs], 'action_spec',
+                          describe)
+        self._stacker = _BatchStacker(self._observation_spec,
+                                      self._action_spec, len(envs))
+        self._flat_steps = [e._flat_step for e in envs]
+        self._closed = False
+
+    @property
+    def envs(self):
+        """The list of wrapped unbatched environments."""
+        return list(self._envs)
+
+    @property
+    def batched(self):
+        """Always True."""
+        return True
+
+    @property
+    def batch_size(self):
+        """int B, the number of environments."""
+        return len(self._envs)
+
+    def observation_spec(self):
+        """Spec nest of one observation (no batch dimension)."""
+        return self._observation_spec
+
+    def action_spec(self):
+        """Spec nest of one action (no batch dimension)."""
+        return self._action_spec
+
+    def _reset(self):
+        return self._stacker.stack([e._flat_reset() for e in self._envs])
+
+    def _step(self, action):
+        # Hot path: one Python call per environment, then one stack.
+        actions = self._stacker.split_action(action)
+        results = [f(a) for f, a in zip(self._flat_steps, actions)]
+        return self._stacker.stack(results, action)
+
+    def render(self):
+        """Environment 0's frame ([H, W, 3] uint8) or ``None``."""
+        return self._envs[0].render()
+
+    def seed(self, seed):
+        """Seeds environment i with ``seed + i`` (``None``: unseeded)."""
+        for i, env in enumerate(self._envs):
+            env.seed(None if seed is None else seed + i)
+
+    def close(self):
+        """Closes every environment."""
+        if not self._closed:
+            self._closed = True
+            for env in self._envs:
+                env.close()

@@ -1,0 +1,386 @@
+"""``ParallelPyEnvironment``: N environments in N worker processes.
+
+Each worker is a *fresh* Python interpreter (``subprocess`` running
+``_worker_main``), never a fork: forking a process that has TensorFlow
+loaded is unsafe, and multiprocessing's 'spawn'/'forkserver' re-import the
+parent's ``__main__`` in every child (for ``alf-train`` that would import
+TensorFlow into every worker). A worker imports only what unpickling its
+constructor needs (``functools.partial(suite_gym.load, ...)`` pulls in
+gymnasium and numpy, no TensorFlow). Constructors are pickled with
+cloudpickle when available, so lambdas and functions of ``__main__`` work.
+
+Every wait on a worker polls its pipe with a timeout and checks that the
+process is alive, so a crashed or killed worker raises ``RuntimeError``
+naming the environment index, its constructor and exit code instead of
+hanging. Exceptions raised by a worker's environment come back as
+``RuntimeError`` carrying the worker's traceback text.
+
+Specs are read in the parent by building one environment with the first
+constructor and closing it, so workers never need TensorFlow.
+"""
+
+import os
+import pickle
+import signal
+import socket
+import subprocess
+import sys
+import traceback
+import weakref
+
+from alf_rl.environments.batched_environment import (_BatchStacker,
+                                                     _check_same_specs)
+from alf_rl.environments.py_environment import PyEnvironment
+
+# Commands sent to workers.
+_STEP = 0
+_RESET = 1
+_RENDER = 2
+_SEED = 3
+_CALL = 4
+_CLOSE = 5
+# Replies.
+_OK = 0
+_ERROR = 1
+
+_COMMAND_NAMES = {
+    _STEP: 'step', _RESET: 'reset', _RENDER: 'render', _SEED: 'seed',
+    _CALL: 'call', _CLOSE: 'close', None: 'start'
+}
+
+# How often a waiting parent checks that the worker is still alive.
+_POLL_SECONDS = 0.2
+
+
+def _dumps(obj):
+    try:
+        import cloudpickle
+        return cloudpickle.dumps(obj)
+    except ImportError:
+        return pickle.dumps(obj)
+
+
+def _worker_main(fd, index):
+    """Entry point of a worker process: serves one environment over ``fd``.
+
+    Args:
+        fd: file descriptor of the worker's end of a socket pair.
+        index: the environment's index in the batch (for messages).
+    """
+    from multiprocessing.connection import Connection
+    # Ctrl-C goes to the whole process group; the parent shuts workers down.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    conn = Connection(fd)
+    env = None
+    try:
+        try:
+            constructor = pickle.loads(conn.recv_bytes())
+            env = constructor()
+            if not isinstance(env, PyEnvironment) or env.batched:
+                raise ValueError(
+                    "constructor returned %r; expected an unbatched "
+                    "PyEnvironment (e.g. suite_gym.load(...))" % (env, ))
+            conn.send((_OK, None))
+        except Exception as e:
+            conn.send((_ERROR, _describe_exception(e)))
+            return
+        flat_step, flat_reset = env._flat_step, env._flat_reset
+        while True:
+            try:
+                command, arg = conn.recv()
+            except (EOFError, OSError):
+                break  # the parent went away
+            try:
+                if command == _STEP:
+                    result = flat_step(arg)
+                elif command == _RESET:
+                    result = flat_reset()
+                elif command == _RENDER:
+                    result = env.render()
+                elif command == _SEED:
+                    result = env.seed(arg)
+                elif command == _CALL:
+                    fn, args = pickle.loads(arg)
+                    result = fn(env, *args)
+                elif command == _CLOSE:
+                    env.close()
+                    env = None
+                    conn.send((_OK, None))
+                    break
+                else:
+                    raise ValueError("unknown command %r" % (command, ))
+                conn.send((_OK, result))
+            except Exception as e:
+                conn.send((_ERROR, _describe_exception(e)))
+    finally:
+        if env is not None:
+            try:
+                env.close()
+            except Exception:
+                pass
+        conn.close()
+
+
+def _describe_exception(e):
+    return "%s: %s\n\nworker traceback:\n%s" % (type(e).__name__, e,
+                                                traceback.format_exc())
+
+
+def _describe_exit(code):
+    if code is None:
+        return "is unresponsive"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = 'signal %d' % -code
+        return "died with exit code %d (killed by %s)" % (code, name)
+    return "exited with exit code %d" % code
+
+
+class _Worker(object):
+    """Parent-side handle of one worker process."""
+
+    def __init__(self, index, constructor, payload):
+        self.index = index
+        self.description = repr(constructor)
+        parent_sock, child_sock = socket.socketpair()
+        from multiprocessing.connection import Connection
+        self.conn = Connection(parent_sock.detach())
+        child_fd = child_sock.fileno()
+        env = dict(os.environ)
+        # The worker sees the parent's import path (to unpickle constructors
+        # that live in the parent's modules) but nothing else of the parent.
+        paths = [p for p in sys.path if p]
+        if env.get('PYTHONPATH'):
+            paths.append(env['PYTHONPATH'])
+        env['PYTHONPATH'] = os.pathsep.join(paths)
+        self.process = subprocess.Popen(
+            [sys.executable, '-c',
+             'import sys; from alf_rl.environments.parallel_environment '
+             'import _worker_main; _worker_main(int(sys.argv[1]), '
+             'int(sys.argv[2]))',
+             str(child_fd), str(index)],
+            pass_fds=(child_fd, ), env=env, close_fds=True)
+        child_sock.close()
+        self.send_bytes(payload, None)
+
+    def _dead_error(self, command):
+        try:
+            code = self.process.wait(timeout=2.0)
+        except subprocess.TimeoutExpired:
+            code = None
+        return RuntimeError(
+            "ParallelPyEnvironment: the worker of environment %d (pid %d, "
+            "constructor %s) %s during %s" %
+            (self.index, self.process.pid, self.description,
+             _describe_exit(code), _COMMAND_NAMES.get(command, command)))
+
+    def send_bytes(self, payload, command):
+        try:
+            self.conn.send_bytes(payload)
+        except OSError:
+            raise self._dead_error(command) from None
+
+    def send(self, command, arg=None):
+        try:
+            self.conn.send((command, arg))
+        except OSError:
+            raise self._dead_error(command) from None
+
+    def receive(self, command, timeout=None):
+        """Waits for the reply to ``command``; raises if the worker died.
+
+        Args:
+            command: the command being answered (for messages).
+            timeout: seconds to wait at most (``None``: as long as the
+                worker lives).
+        """
+        conn, process = self.conn, self.process
+        waited = 0.0
+        while not conn.poll(_POLL_SECONDS):
+            if process.poll() is not None:
+                raise self._dead_error(command)
+            waited += _POLL_SECONDS
+            if timeout is not None and waited >= timeout:
+                raise RuntimeError(
+                    "ParallelPyEnvironment: the worker of environment %d "
+                    "(pid %d, constructor %s) did not answer %s within %.0f s"
+                    % (self.index, process.pid, self.description,
+                       _COMMAND_NAMES.get(command, command), timeout))
+        try:
+            status, result = conn.recv()
+        except (EOFError, OSError):
+            raise self._dead_error(command) from None
+        if status != _OK:
+            raise RuntimeError(
+                "ParallelPyEnvironment: environment %d (constructor %s) "
+                "raised during %s: %s" %
+                (self.index, self.description,
+                 _COMMAND_NAMES.get(command, command), result))
+        return result
+
+
+def _shutdown(workers, timeout=5.0):
+    """Closes workers: polite 'close', then terminate, then kill."""
+    for w in workers:
+        if w.process.poll() is None:
+            try:
+                w.conn.send((_CLOSE, None))
+            except OSError:
+                pass
+    for w in workers:
+        try:
+            w.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            w.process.kill()
+            w.process.wait()
+        try:
+            w.conn.close()
+        except OSError:
+            pass
+
+
+class ParallelPyEnvironment(PyEnvironment):
+    """Batches N unbatched environments, each in its own worker process.
+
+    Steps are sent to every worker before any reply is read, so the
+    environments step in parallel; the replies are stacked into [B, ...]
+    arrays (``env_id`` of row i is i).
+
+    Args:
+        env_constructors: sequence of picklable callables, each returning an
+            unbatched ``PyEnvironment`` (e.g.
+            ``functools.partial(suite_gym.load, 'CartPole-v1', seed=i)``).
+        start_serially: start the workers one after another (for
+            environments that race on shared resources while starting).
+        start_timeout: seconds a worker may take to build its environment.
+
+    Raises:
+        ValueError: for an empty list, or if the first constructor does not
+            build an unbatched ``PyEnvironment``.
+        RuntimeError: if a worker fails to start.
+    """
+
+    def __init__(self, env_constructors, start_serially=False,
+                 start_timeout=300.0):
+        constructors = list(env_constructors)
+        if not constructors:
+            raise ValueError("ParallelPyEnvironment needs at least one "
+                             "environment constructor")
+        self._closed = True
+        self._workers = []
+        # Read the specs in the parent: workers never build specs (that
+        # would import TensorFlow there).
+        env = constructors[0]()
+        try:
+            if not isinstance(env, PyEnvironment) or env.batched:
+                raise ValueError(
+                    "ParallelPyEnvironment: constructor 0 (%r) returned %r; "
+                    "expected an unbatched PyEnvironment" %
+                    (constructors[0], env))
+            self._observation_spec = env.observation_spec()
+            self._action_spec = env.action_spec()
+        finally:
+            env.close()
+        self._constructors = constructors
+        self._stacker = _BatchStacker(self._observation_spec,
+                                      self._action_spec, len(constructors))
+        payloads = []
+        for i, c in enumerate(constructors):
+            try:
+                payloads.append(_dumps(c))
+            except Exception as e:
+                raise ValueError(
+                    "ParallelPyEnvironment: cannot pickle constructor %d "
+                    "(%r): %s" % (i, c, e)) from e
+        workers = self._workers
+        # Registered before starting, so that even a failed start cleans up.
+        self._finalizer = weakref.finalize(self, _shutdown, workers)
+        self._closed = False
+        try:
+            for i, c in enumerate(constructors):
+                workers.append(_Worker(i, c, payloads[i]))
+                if start_serially:
+                    workers[-1].receive(None, start_timeout)
+            if not start_serially:
+                for w in workers:
+                    w.receive(None, start_timeout)
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def batched(self):
+        """Always True."""
+        return True
+
+    @property
+    def batch_size(self):
+        """int B, the number of environments."""
+        return len(self._constructors)
+
+    @property
+    def pids(self):
+        """list of int: process ids of the workers (for tests/monitoring)."""
+        return [w.process.pid for w in self._workers]
+
+    def observation_spec(self):
+        """Spec nest of one observation (no batch dimension)."""
+        return self._observation_spec
+
+    def action_spec(self):
+        """Spec nest of one action (no batch dimension)."""
+        return self._action_spec
+
+    def _check_open(self):
+        if self._closed:
+            raise RuntimeError("ParallelPyEnvironment is closed")
+
+    def _broadcast(self, command, args):
+        self._check_open()
+        for w, a in zip(self._workers, args):
+            w.send(command, a)
+        return [w.receive(command) for w in self._workers]
+
+    def _reset(self):
+        results = self._broadcast(_RESET, [None] * self.batch_size)
+        return self._stacker.stack(results)
+
+    def _step(self, action):
+        results = self._broadcast(_STEP, self._stacker.split_action(action))
+        return self._stacker.stack(results, action)
+
+    def render(self):
+        """Environment 0's frame ([H, W, 3] uint8) or ``None``."""
+        self._check_open()
+        w = self._workers[0]
+        w.send(_RENDER)
+        return w.receive(_RENDER)
+
+    def seed(self, seed):
+        """Seeds environment i with ``seed + i`` (``None``: unseeded)."""
+        self._broadcast(_SEED, [None if seed is None else seed + i
+                                for i in range(self.batch_size)])
+
+    def call(self, index, fn, *args):
+        """Runs ``fn(env, *args)`` in worker ``index`` and returns its result.
+
+        Args:
+            index: environment index.
+            fn: picklable callable taking the worker's ``PyEnvironment``.
+            *args: more picklable arguments.
+
+        Returns:
+            ``fn``'s (picklable) result.
+        """
+        self._check_open()
+        w = self._workers[index]
+        w.send(_CALL, _dumps((fn, args)))
+        return w.receive(_CALL)
+
+    def close(self):
+        """Stops every worker (joins them; kills those that do not stop)."""
+        if not self._closed:
+            self._closed = True
+            self._finalizer()

@@ -1,0 +1,213 @@
+"""Tiny deterministic batched environments for tests (as ALF had).
+
+All B environments run in lockstep. Every episode has exactly
+``episode_length`` steps: FIRST, ``episode_length - 2`` MIDs, then LAST with
+discount 0; the step after LAST is the FIRST of the next episode (its action
+is ignored). Actions: discrete ``BoundedTensorSpec((), int64, 0, 1)`` or
+continuous ``BoundedTensorSpec((1,), float32, 0, 1)``; observations float32
+``(obs_dim,)``.
+
+* ``ValueUnittestEnv``: reward 1 on every non-FIRST step (value estimation).
+* ``PolicyUnittestEnv``: random 0/1 observation every step; the reward
+  arriving with step t is ``1 - |obs[t-1][0] - a[t-1]|`` (0 at FIRST): copy
+  the observation to earn 1. Learnable in seconds.
+* ``RNNPolicyUnittestEnv``: a +/-1 target shown only at FIRST (zeros after);
+  from step ``gap`` of the episode onward the reward is
+  ``1 - 0.5 * |2a - 1 - obs0|`` for the previous action a: needs memory.
+"""
+
+import numpy as np
+
+from alf_rl.data_structures import StepType, TimeStep
+from alf_rl.environments.py_environment import PyEnvironment
+from alf_rl.specs import BoundedTensorSpec
+
+_DISCRETE = 'discrete'
+_CONTINUOUS = 'continuous'
+
+
+class UnittestEnv(PyEnvironment):
+    """Base of the unittest environments (a batched ``PyEnvironment``).
+
+    Args:
+        batch_size: B.
+        episode_length: steps per episode, FIRST and LAST included (>= 2).
+        obs_dim: size of the observation vector.
+        action_type: 'discrete' or 'continuous'.
+        seed: seed of the environment's random numbers.
+    """
+
+    def __init__(self, batch_size, episode_length, obs_dim=1,
+                 action_type=_DISCRETE, seed=0):
+        if batch_size < 1:
+            raise ValueError("batch_size must be >= 1, got %r" % batch_size)
+        if episode_length < 2:
+            raise ValueError("episode_length must be >= 2 (FIRST and LAST), "
+                             "got %r" % episode_length)
+        if obs_dim < 1:
+            raise ValueError("obs_dim must be >= 1, got %r" % obs_dim)
+        if action_type == _DISCRETE:
+            self._action_spec = BoundedTensorSpec((), 'int64', 0, 1,
+                                                  name='action')
+        elif action_type == _CONTINUOUS:
+            self._action_spec = BoundedTensorSpec((1, ), 'float32', 0, 1,
+                                                  name='action')
+        else:
+            raise ValueError("action_type must be 'discrete' or "
+                             "'continuous', got %r" % (action_type, ))
+        self._batch_size = int(batch_size)
+        self._episode_length = int(episode_length)
+        self._obs_dim = int(obs_dim)
+        self._action_type = action_type
+        self._observation_spec = BoundedTensorSpec(
+            (obs_dim, ), 'float32', -1, 1, name='observation')
+        self._action_shape = (self._batch_size, ) + tuple(
+            self._action_spec.shape.as_list())
+        self._action_dtype = np.dtype(self._action_spec.dtype.as_numpy_dtype)
+        self._env_id = np.arange(self._batch_size, dtype=np.int32)
+        self._seed = seed
+        self._rng = np.random.RandomState(seed)
+        self._steps = None  # index of the current step in its episode
+
+    @property
+    def batched(self):
+        """Always True."""
+        return True
+
+    @property
+    def batch_size(self):
+        """int B."""
+        return self._batch_size
+
+    def observation_spec(self):
+        """``BoundedTensorSpec((obs_dim,), float32, -1, 1)``."""
+        return self._observation_spec
+
+    def action_spec(self):
+        """Discrete ``((), int64, 0, 1)`` or continuous ``((1,), float32,
+        0, 1)``."""
+        return self._action_spec
+
+    def seed(self, seed):
+        """Restarts the random numbers from ``seed``."""
+        self._seed = seed
+        self._rng = np.random.RandomState(seed)
+
+    def _action_values(self, action):
+        """[B] float64 action values."""
+        return np.asarray(action, np.float64).reshape(self._batch_size)
+
+    def _observation(self, step):
+        """[B, obs_dim] float32 observation at episode step ``step``."""
+        raise NotImplementedError()
+
+    def _reward(self, step, action):
+        """[B] reward arriving with episode step ``step`` (> 0)."""
+        raise NotImplementedError()
+
+    def _time_step(self, step, action):
+        b = self._batch_size
+        if step == 0:
+            step_type = np.full(b, StepType.FIRST, np.int32)
+            reward = np.zeros(b, np.float32)
+            prev_action = np.zeros(self._action_shape, self._action_dtype)
+        else:
+            step_type = np.full(
+                b, StepType.LAST if step == self._episode_length - 1 else
+                StepType.MID, np.int32)
+            reward = self._reward(step, action).astype(np.float32)
+            prev_action = np.array(action, self._action_dtype).reshape(
+                self._action_shape)
+        discount = np.full(b, 0. if step == self._episode_length - 1 else 1.,
+                           np.float32)
+        observation = self._observation(step)
+        self._prev_observation = observation
+        return TimeStep(step_type=step_type,
+                        reward=reward,
+                        discount=discount,
+                        observation=observation,
+                        prev_action=prev_action,
+                        env_id=self._env_id.copy())
+
+    def _reset(self):
+        self._steps = 0
+        return self._time_step(0, None)
+
+    def _step(self, action):
+        if self._steps is None:
+            return self._reset()
+        self._steps = (self._steps + 1) % self._episode_length
+        return self._time_step(self._steps,
+                               None if self._steps == 0 else action)
+
+
+class ValueUnittestEnv(UnittestEnv):
+    """Reward 1 on every non-FIRST step; observation all ones.
+
+    Args: see ``UnittestEnv``.
+    """
+
+    def _observation(self, step):
+        return np.ones((self._batch_size, self._obs_dim), np.float32)
+
+    def _reward(self, step, action):
+        return np.ones(self._batch_size)
+
+
+class PolicyUnittestEnv(UnittestEnv):
+    """Random 0/1 observations; reward for copying the last one.
+
+    The reward arriving with step t > 0 is ``1 - |obs[t-1][:, 0] - a[t-1]|``
+    (so 1 for the optimal policy ``a = obs[0]``), 0 at FIRST.
+
+    Args: see ``UnittestEnv``.
+    """
+
+    def _observation(self, step):
+        return self._rng.randint(0, 2, size=(self._batch_size,
+                                             self._obs_dim)).astype(
+                                                 np.float32)
+
+    def _reward(self, step, action):
+        return 1.0 - np.abs(self._prev_observation[:, 0] -
+                            self._action_values(action))
+
+
+class RNNPolicyUnittestEnv(UnittestEnv):
+    """A +/-1 target shown at FIRST only; rewards later need memory.
+
+    The observation is ``obs0`` (all entries +1 or -1, random per env) at
+    FIRST and zeros afterwards. The reward arriving with episode step
+    ``t >= gap`` is ``1 - 0.5 * |2 a[t-1] - 1 - obs0|`` (1 for ``a = 1``
+    when obs0 = 1 and ``a = 0`` when obs0 = -1); earlier rewards are 0.
+
+    Args:
+        batch_size, episode_length, obs_dim, action_type, seed: see
+            ``UnittestEnv``.
+        gap: first episode step with a reward (``1 <= gap <
+            episode_length``).
+    """
+
+    def __init__(self, batch_size, episode_length, obs_dim=1,
+                 action_type=_DISCRETE, seed=0, gap=3):
+        super().__init__(batch_size, episode_length, obs_dim, action_type,
+                         seed)
+        if not 1 <= gap < episode_length:
+            raise ValueError("gap must be in [1, episode_length) = [1, %d), "
+                             "got %r" % (episode_length, gap))
+        self._gap = int(gap)
+        self._observation0 = None
+
+    def _observation(self, step):
+        if step == 0:
+            sign = 2. * self._rng.randint(0, 2, size=(self._batch_size, 1)) - 1.
+            self._observation0 = np.broadcast_to(
+                sign, (self._batch_size, self._obs_dim)).astype(np.float32)
+            return self._observation0.copy()
+        return np.zeros((self._batch_size, self._obs_dim), np.float32)
+
+    def _reward(self, step, action):
+        if step < self._gap:
+            return np.zeros(self._batch_size)
+        return 1.0 - 0.5 * np.abs(2. * self._action_values(action) - 1. -
+                                  self._observation0[:, 0])

@@ -1,0 +1,392 @@
+"""``TFEnvironment`` and ``TFPyEnvironment``: batched environments for TF.
+
+``TFEnvironment`` is the interface drivers use: ``reset()`` and
+``step(action)`` return ``TimeStep``s of [B, ...] tensors and work eagerly
+and inside ``tf.function``/``tf.while_loop``.
+
+``TFPyEnvironment`` bridges a batched numpy ``PyEnvironment`` into the graph
+with exactly one ``tf.numpy_function`` per ``reset``/``step`` call (never
+one per environment). Its callback validates the incoming action (shape,
+dtype, bounds, NaN) and the returned ``TimeStep`` (structure, shapes,
+dtypes) against the specs with a cheap fast path, and keeps the Python
+exception in ``last_error``: inside a graph TensorFlow wraps it into an
+``OpError`` whose text is harder to read, so trainers re-raise
+``env.last_error``.
+"""
+
+import threading
+
+import numpy as np
+import tensorflow as tf
+
+from alf_rl import specs as specs_lib
+from alf_rl.data_structures import TimeStep
+from alf_rl.environments.batched_environment import BatchedPyEnvironment
+from alf_rl.environments.py_environment import (PyEnvironment, flatten_nest,
+                                                pack_nest_as)
+from alf_rl.utils import nest as nest_utils
+
+
+class TFEnvironment(object):
+    """Abstract batched environment producing ``TimeStep``s of tensors.
+
+    Subclasses implement ``_reset()`` and ``_step(action)``; the public
+    ``step`` first checks (in Python, at trace time inside ``tf.function``)
+    that the action nest matches ``action_spec()``, casting within a dtype
+    kind (e.g. int32 -> int64).
+
+    Args:
+        time_step_spec: ``TimeStep`` spec nest (no batch dimension).
+        action_spec: action spec nest (no batch dimension).
+        batch_size: B, the number of environments.
+    """
+
+    def __init__(self, time_step_spec, action_spec, batch_size):
+        self._time_step_spec = time_step_spec
+        self._action_spec = action_spec
+        self._batch_size = int(batch_size)
+
+    @property
+    def batched(self):
+        """Always True: every ``TFEnvironment`` is batched."""
+        return True
+
+    @property
+    def batch_size(self):
+        """int B, the number of environments."""
+        return self._batch_size
+
+    def time_step_spec(self):
+        """The ``TimeStep`` spec nest (no batch dimension)."""
+        return self._time_step_spec
+
+    def action_spec(self):
+        """The action spec nest (no batch dimension)."""
+        return self._action_spec
+
+    def observation_spec(self):
+        """The observation spec nest (no batch dimension)."""
+        return self._time_step_spec.observation
+
+    def reset(self):
+        """Resets every environment.
+
+        Returns:
+            FIRST ``TimeStep`` of tensors: ``step_type`` [B] int32,
+            ``reward`` [B] float32, ``discount`` [B] float32,
+            ``observation`` nest of [B, ...], ``prev_action`` nest of [B, ...]
+            zeros, ``env_id`` [B] int32.
+        """
+        return self._reset()
+
+    def step(self, action):
+        """Steps every environment with its row of ``action``.
+
+        Args:
+            action: nest of [B, ...] tensors matching ``action_spec()``.
+                Environments whose last step was LAST ignore their row and
+                reset.
+
+        Returns:
+            ``TimeStep`` of [B, ...] tensors (as ``reset``).
+
+        Raises:
+            ValueError: naming the path if ``action`` does not match the
+                spec's structure, shape or dtype kind.
+        """
+        return self._step(self._check_action(action))
+
+    def _check_action(self, action):
+        spec = self._action_spec
+        nest_utils.assert_same_structure(action, spec, 'action',
+                                         'action_spec', prefix='action')
+        flat = []
+        for (path, a), s in zip(nest_utils.flatten_with_path(action, 'action'),
+                                tf.nest.flatten(spec)):
+            a = tf.convert_to_tensor(a)
+            if a.dtype != s.dtype:
+                same_kind = ((a.dtype.is_integer and s.dtype.is_integer) or
+                             (a.dtype.is_floating and s.dtype.is_floating))
+                if not same_kind:
+                    raise ValueError(
+                        "%s: expected %s from action_spec, got %s (cast the "
+                        "action; only int->int and float->float casts are "
+                        "automatic)" % (path, s.dtype.name, a.dtype.name))
+                a = tf.cast(a, s.dtype)
+            if a.shape.rank is not None and a.shape.rank >= 1 and \
+                    a.shape[0] is not None and a.shape[0] != self._batch_size:
+                raise ValueError(
+                    "%s: expected batch size %d (the environment's), got "
+                    "shape %s" % (path, self._batch_size, a.shape.as_list()))
+            flat.append(a)
+        action = tf.nest.pack_sequence_as(spec, flat)
+        nest_utils.check_nest_matches_spec(
+            action, spec, 'action', outer_rank=1,
+            hint='actions need a leading batch dimension B=%d' %
+            self._batch_size)
+        return action
+
+    def _reset(self):
+        raise NotImplementedError()
+
+    def _step(self, action):
+        raise NotImplementedError()
+
+    def render(self):
+        """Environment 0's frame ([H, W, 3] uint8 numpy) or ``None``."""
+        return None
+
+    def close(self):
+        """Frees the environment's resources."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+        return False
+
+
+def _describe_value(x):
+    return 'NaN' if isinstance(x, float) and x != x else repr(x)
+
+
+class _LeafCheck(object):
+    """Precomputed facts about one spec leaf, for the fast path."""
+
+    __slots__ = ('path', 'spec', 'dtype', 'shape', 'lo', 'hi', 'scalar_bounds',
+                 'is_float', 'check_bounds')
+
+    def __init__(self, path, spec, batch_size):
+        self.path = path
+        self.spec = spec
+        self.dtype = np.dtype(spec.dtype.as_numpy_dtype)
+        self.shape = (batch_size, ) + tuple(spec.shape.as_list())
+        self.is_float = self.dtype.kind == 'f'
+        bounded = specs_lib.is_bounded(spec)
+        self.check_bounds = bounded or self.is_float
+        if bounded:
+            lo, hi = spec.minimum, spec.maximum
+            self.scalar_bounds = lo.size == 0 or (
+                np.all(lo == lo.flat[0]) and np.all(hi == hi.flat[0]))
+            if self.scalar_bounds and lo.size:
+                lo, hi = lo.flat[0].item(), hi.flat[0].item()
+            self.lo, self.hi = lo, hi
+        else:
+            self.scalar_bounds = True
+            self.lo, self.hi = -np.inf, np.inf
+
+
+def _bounds_str(check):
+    return '[%s, %s]' % (specs_lib._short(np.asarray(check.lo)),
+                         specs_lib._short(np.asarray(check.hi)))
+
+
+class TFPyEnvironment(TFEnvironment):
+    """Runs a batched numpy ``PyEnvironment`` as a ``TFEnvironment``.
+
+    Each ``reset()``/``step()`` is exactly one ``tf.numpy_function`` whose
+    outputs get static shapes [B] + spec shape. Called eagerly, the same
+    callback runs directly, so errors surface as the original Python
+    exceptions. Inside a graph they surface as a ``tf.errors.OpError``; the
+    Python exception is kept in ``last_error``.
+
+    Args:
+        py_env: a batched ``PyEnvironment`` (an unbatched one is wrapped in
+            ``BatchedPyEnvironment([py_env])``).
+        check_actions: validate actions in the callback (shape, dtype, bounds,
+            NaN). Leave on: the cost is a few microseconds per step.
+    """
+
+    def __init__(self, py_env, check_actions=True):
+        if not isinstance(py_env, PyEnvironment):
+            raise ValueError("TFPyEnvironment expects a PyEnvironment, got %r"
+                             % (py_env, ))
+        if not py_env.batched:
+            py_env = BatchedPyEnvironment([py_env])
+        self._env = py_env
+        batch_size = py_env.batch_size
+        action_spec = py_env.action_spec()
+        time_step_spec = specs_lib.time_step_spec(py_env.observation_spec(),
+                                                  action_spec)
+        super().__init__(time_step_spec, action_spec, batch_size)
+        self._check_actions = check_actions
+        self.last_error = None
+        self._lock = threading.Lock()
+
+        self._action_structure = (action_spec if isinstance(
+            action_spec, (dict, list, tuple)) else None)
+        self._action_checks = [
+            _LeafCheck(p, s, batch_size)
+            for p, s in nest_utils.flatten_with_path(action_spec, 'action')
+        ]
+        self._obs_is_leaf = not isinstance(time_step_spec.observation,
+                                           (dict, list, tuple))
+        self._prev_action_is_leaf = self._action_structure is None
+        paths = [p.lstrip('.') for p, _ in
+                 nest_utils.flatten_with_path(time_step_spec)]
+        flat_specs = tf.nest.flatten(time_step_spec)
+        self._time_step_checks = [
+            _LeafCheck(p, s, batch_size) for p, s in zip(paths, flat_specs)
+        ]
+        self._fast_checks = [(c.shape, c.dtype) for c in self._time_step_checks]
+        self._out_dtypes = [s.dtype for s in flat_specs]
+        self._out_shapes = [[batch_size] + s.shape.as_list()
+                            for s in flat_specs]
+
+    @property
+    def pyenv(self):
+        """The wrapped batched ``PyEnvironment``."""
+        return self._env
+
+    # --- numpy side (the tf.numpy_function callbacks) --------------------
+    def _flatten_time_step(self, ts):
+        """Flat list of ``TimeStep`` leaves, validated and cast."""
+        try:
+            flat = [ts.step_type, ts.reward, ts.discount]
+            if self._obs_is_leaf:
+                flat.append(ts.observation)
+            else:
+                flat.extend(flatten_nest(ts.observation))
+            if self._prev_action_is_leaf:
+                flat.append(ts.prev_action)
+            else:
+                flat.extend(flatten_nest(ts.prev_action))
+            flat.append(ts.env_id)
+        except AttributeError:
+            raise ValueError(
+                "the PyEnvironment returned %s, expected a TimeStep" %
+                type(ts).__name__)
+        checks = self._fast_checks
+        if len(flat) == len(checks):
+            for x, (shape, dtype) in zip(flat, checks):
+                if type(x) is not np.ndarray or x.dtype != dtype or \
+                        x.shape != shape:
+                    break
+            else:
+                return flat
+        return self._slow_check_time_step(ts)
+
+    def _slow_check_time_step(self, ts):
+        spec = self._time_step_spec
+        hint = ('is the PyEnvironment batched (arrays need a leading batch '
+                'dimension B=%d)?' % self._batch_size)
+        if not isinstance(ts, TimeStep):
+            raise ValueError("the PyEnvironment returned %s, expected a "
+                             "TimeStep" % type(ts).__name__)
+        fields = []
+        for name in TimeStep._fields:
+            value = getattr(ts, name)
+            field_spec = getattr(spec, name)
+            nest_utils.assert_same_structure(value, field_spec, name,
+                                             name + '_spec', prefix=name)
+            flat = [np.asarray(v) for v in flatten_nest(value)]
+            flat_spec = flatten_nest(field_spec)
+            for i, (v, s) in enumerate(zip(flat, flat_spec)):
+                want = np.dtype(s.dtype.as_numpy_dtype)
+                if v.dtype != want and (v.dtype.kind == want.kind or
+                                        (v.dtype.kind in 'iub' and
+                                         want.kind in 'iub')):
+                    flat[i] = v.astype(want)
+            value = pack_nest_as(value, flat)
+            nest_utils.check_nest_matches_spec(value, field_spec, name,
+                                               outer_rank=1, hint=hint)
+            for (path, v), _ in zip(
+                    nest_utils.flatten_with_path(value, name), flat_spec):
+                if v.shape[0] != self._batch_size:
+                    raise ValueError(
+                        "%s: expected batch size %d, got shape %s -- %s" %
+                        (path, self._batch_size, list(v.shape), hint))
+            fields.append(flat)
+        return [x for flat in fields for x in flat]
+
+    def _check_action_arrays(self, flat_actions):
+        for a, c in zip(flat_actions, self._action_checks):
+            if a.shape != c.shape or a.dtype != c.dtype:
+                raise ValueError(
+                    "%s: expected [B=%d%s] %s from action_spec, got %s %s" %
+                    (c.path, c.shape[0], ''.join(', %d' % d
+                                                 for d in c.shape[1:]),
+                     c.dtype.name, list(a.shape), a.dtype.name))
+            if not c.check_bounds:
+                continue
+            if c.is_float:
+                # Comparisons with NaN are False, so NaN fails here too.
+                ok = bool(((a >= c.lo) & (a <= c.hi)).all())
+            elif c.scalar_bounds:
+                ok = a.size == 0 or (a.min() >= c.lo and a.max() <= c.hi)
+            else:
+                ok = bool(((a >= c.lo) & (a <= c.hi)).all())
+            if not ok:
+                self._raise_out_of_bounds(a, c)
+
+    def _raise_out_of_bounds(self, a, c):
+        lo = np.broadcast_to(np.asarray(c.lo, a.dtype), c.shape)
+        hi = np.broadcast_to(np.asarray(c.hi, a.dtype), c.shape)
+        bad = ~((a >= lo) & (a <= hi))
+        index = tuple(int(i) for i in np.argwhere(bad)[0])
+        env, element = index[0], index[1:]
+        value = a[index].item()
+        where = 'at env %d' % env
+        if element:
+            where += ', element %s' % (element, )
+        raise ValueError(
+            "%s: value %s %s outside action_spec bounds %s (%d of %d "
+            "values out of bounds) -- check the policy's output or clip it "
+            "to the spec" % (c.path, _describe_value(value), where,
+                             _bounds_str(c), int(bad.sum()), a.size))
+
+    def _np_step(self, *flat_actions):
+        try:
+            with self._lock:
+                if self._check_actions:
+                    self._check_action_arrays(flat_actions)
+                if self._action_structure is None:
+                    action = flat_actions[0]
+                else:
+                    action = pack_nest_as(self._action_structure,
+                                          flat_actions)
+                return self._flatten_time_step(self._env.step(action))
+        except Exception as e:
+            self.last_error = e
+            raise
+
+    def _np_reset(self):
+        try:
+            with self._lock:
+                return self._flatten_time_step(self._env.reset())
+        except Exception as e:
+            self.last_error = e
+            raise
+
+    # --- TF side -----------------------------------------------------------
+    def _to_time_step(self, flat):
+        for t, shape in zip(flat, self._out_shapes):
+            t.set_shape(shape)
+        return tf.nest.pack_sequence_as(self._time_step_spec, flat)
+
+    def _call(self, fn, flat_inputs, name):
+        if tf.executing_eagerly():
+            # Eagerly run the callback directly: the original exception
+            # (not an OpError) reaches the caller.
+            flat = fn(*[np.asarray(x) for x in flat_inputs])
+            return tf.nest.pack_sequence_as(
+                self._time_step_spec,
+                [tf.convert_to_tensor(x) for x in flat])
+        flat = tf.numpy_function(fn, list(flat_inputs), self._out_dtypes,
+                                 stateful=True, name=name)
+        return self._to_time_step(flat)
+
+    def _reset(self):
+        return self._call(self._np_reset, [], 'reset')
+
+    def _step(self, action):
+        return self._call(self._np_step, tf.nest.flatten(action), 'step')
+
+    def render(self):
+        """Environment 0's frame ([H, W, 3] uint8 numpy) or ``None``."""
+        return self._env.render()
+
+    def close(self):
+        """Closes the wrapped ``PyEnvironment``."""
+        self._env.close()

@@ -1,0 +1,72 @@
+"""``create_environment``: the gin entry point that builds training envs."""
+
+import functools
+
+import gin
+import numpy as np
+
+from alf_rl.environments import suite_gym
+from alf_rl.environments.batched_environment import BatchedPyEnvironment
+from alf_rl.environments.parallel_environment import ParallelPyEnvironment
+from alf_rl.environments.tf_environment import TFPyEnvironment
+
+
+@gin.configurable
+def create_environment(env_name='CartPole-v1',
+                       num_parallel_environments=1,
+                       seed=None,
+                       use_subprocess=False,
+                       env_load_fn=suite_gym.load,
+                       max_episode_steps=None,
+                       render_mode=None):
+    """Builds a batched ``TFPyEnvironment`` of ``num_parallel_environments``.
+
+    Environment i is loaded with ``env_id=i`` and seeded with ``seed + i``.
+    With ``use_subprocess`` each environment runs in its own worker process
+    (``ParallelPyEnvironment``: for expensive environments); otherwise all
+    are stepped in this process (``BatchedPyEnvironment``: for cheap ones
+    like CartPole, where IPC would cost more than the physics).
+
+    Args:
+        env_name: gymnasium id (or whatever ``env_load_fn`` understands).
+        num_parallel_environments: B, the batch size.
+        seed: base seed; ``None`` draws one from numpy's global generator
+            (so seeding numpy makes it reproducible).
+        use_subprocess: one worker process per environment.
+        env_load_fn: ``env_load_fn(env_name, seed=..., env_id=...,
+            [max_episode_steps=..., render_mode=...])`` returning an
+            unbatched ``PyEnvironment``; must be picklable with
+            ``use_subprocess``.
+        max_episode_steps: episode limit passed to ``env_load_fn`` when not
+            ``None``.
+        render_mode: passed to ``env_load_fn`` when not ``None``.
+
+    Returns:
+        ``TFPyEnvironment`` with batch size ``num_parallel_environments``.
+
+    Raises:
+        ValueError: for an unknown gymnasium id (before any worker starts)
+            or a batch size < 1.
+    """
+    if int(num_parallel_environments) < 1:
+        raise ValueError("num_parallel_environments must be >= 1, got %r" %
+                         (num_parallel_environments, ))
+    if env_load_fn is suite_gym.load:
+        suite_gym.check_env_id(env_name)
+    if seed is None:
+        seed = int(np.random.randint(0, 2**31 - 1 - num_parallel_environments))
+    kwargs = {}
+    if max_episode_steps is not None:
+        kwargs['max_episode_steps'] = max_episode_steps
+    if render_mode is not None:
+        kwargs['render_mode'] = render_mode
+    constructors = [
+        functools.partial(env_load_fn, env_name, seed=seed + i, env_id=i,
+                          **kwargs)
+        for i in range(int(num_parallel_environments))
+    ]
+    if use_subprocess:
+        py_env = ParallelPyEnvironment(constructors)
+    else:
+        py_env = BatchedPyEnvironment([c() for c in constructors])
+    return TFPyEnvironment(py_env)

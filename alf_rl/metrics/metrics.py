@@ -1,0 +1,279 @@
+"""In-graph training metrics, updated on every batched time step.
+
+A metric is a ``tf.Module`` whose state lives in ``tf.Variable``s created in
+its constructor, so it can be updated eagerly, inside ``tf.function`` and
+inside a ``tf.while_loop`` body, and a ``tf.train.Checkpoint`` that tracks it
+restores it exactly.
+
+The driver calls every metric on every batched ``TimeStep`` the environment
+returns ([B] fields), including the first reset step. Counting rules:
+
+- a *transition* is every step that is not FIRST (FIRST steps are reached by
+  reset, not by an action; their reward is 0);
+- an *episode* ends on every LAST step;
+- an episode's return is the sum of the rewards of its non-FIRST steps, its
+  length the number of its non-FIRST steps (so a FIRST, MID, LAST episode has
+  length 2: two actions were taken).
+"""
+
+import tensorflow as tf
+
+from alf_rl.data_structures import StepType
+
+
+class StepMetric(tf.Module):
+    """Base class: a metric updated by ``metric(time_step)``.
+
+    Subclasses create their variables in the constructor (inside
+    ``self.name_scope``) and implement ``_update``, ``result`` and ``reset``.
+    """
+
+    def __init__(self, name: str):
+        super().__init__(name=name)
+
+    @property
+    def tag(self) -> str:
+        """The TensorBoard tag, ``'Metrics/<name>'``."""
+        return 'Metrics/' + self.name
+
+    def __call__(self, time_step):
+        """Updates the metric with one batched step.
+
+        Args:
+            time_step: ``TimeStep`` with [B] ``step_type`` and ``reward``.
+
+        Returns:
+            The update op in graph mode, ``None`` when executing eagerly.
+            Inside ``tf.function`` automatic control dependencies run the
+            update even if the return value is dropped.
+        """
+        return self._update(time_step)
+
+    update = __call__
+
+    def _update(self, time_step):
+        raise NotImplementedError
+
+    def result(self) -> tf.Tensor:
+        """The current value, a scalar tensor."""
+        raise NotImplementedError
+
+    def reset(self):
+        """Returns the metric to its freshly constructed state."""
+        for v in self.variables:
+            v.assign(tf.zeros_like(v))
+
+
+class EnvironmentSteps(StepMetric):
+    """The number of transitions (non-FIRST steps) over all environments."""
+
+    def __init__(self, name: str = 'EnvironmentSteps'):
+        super().__init__(name=name)
+        with self.name_scope:
+            self._count = tf.Variable(tf.constant(0, tf.int64),
+                                      trainable=False,
+                                      name='count')
+
+    def _update(self, time_step):
+        not_first = tf.logical_not(_is(time_step.step_type, StepType.FIRST))
+        return _group(
+            self._count.assign_add(
+                tf.reduce_sum(tf.cast(not_first, tf.int64))))
+
+    def result(self) -> tf.Tensor:
+        """[] int64."""
+        return self._count.read_value()
+
+
+class NumberOfEpisodes(StepMetric):
+    """The number of completed episodes (LAST steps) over all environments."""
+
+    def __init__(self, name: str = 'NumberOfEpisodes'):
+        super().__init__(name=name)
+        with self.name_scope:
+            self._count = tf.Variable(tf.constant(0, tf.int64),
+                                      trainable=False,
+                                      name='count')
+
+    def _update(self, time_step):
+        is_last = _is(time_step.step_type, StepType.LAST)
+        return _group(
+            self._count.assign_add(tf.reduce_sum(tf.cast(is_last,
+                                                         tf.int64))))
+
+    def result(self) -> tf.Tensor:
+        """[] int64."""
+        return self._count.read_value()
+
+
+class _EpisodeAverageMetric(StepMetric):
+    """Mean of a per-episode sum over the last ``buffer_size`` episodes.
+
+    Each environment accumulates ``_step_value(time_step)`` over the
+    non-FIRST steps of its current episode (reset to 0 at FIRST). When an
+    environment reaches LAST, its total is written into a ring buffer of the
+    last ``buffer_size`` completed episodes. Several environments may finish
+    on the same step: they take consecutive slots from the head, in batch
+    order (``head + exclusive_cumsum(is_last) mod buffer_size``); if more than
+    ``buffer_size`` finish at once, only the last ``buffer_size`` of them (in
+    batch order) are kept, so no slot is written twice.
+    """
+
+    def __init__(self,
+                 batch_size: int,
+                 buffer_size: int = 10,
+                 name: str = None,
+                 dtype: tf.DType = tf.float32):
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError("%s: batch_size must be a positive int (the "
+                             "number of environments), got %r" %
+                             (name, batch_size))
+        if not isinstance(buffer_size, int) or buffer_size < 1:
+            raise ValueError("%s: buffer_size must be a positive int, got %r" %
+                             (name, buffer_size))
+        super().__init__(name=name)
+        self._batch_size = batch_size
+        self._buffer_size = buffer_size
+        self._dtype = tf.as_dtype(dtype)
+        with self.name_scope:
+            # [B] running total of the current episode of each environment.
+            self._accumulator = tf.Variable(tf.zeros([batch_size],
+                                                     self._dtype),
+                                            trainable=False,
+                                            name='accumulator')
+            # [buffer_size] totals of the last completed episodes.
+            self._buffer = tf.Variable(tf.zeros([buffer_size], self._dtype),
+                                       trainable=False,
+                                       name='buffer')
+            # [] int64 next slot to write.
+            self._head = tf.Variable(tf.constant(0, tf.int64),
+                                     trainable=False,
+                                     name='head')
+            # [] int64 episodes completed since construction / reset.
+            self._num_episodes = tf.Variable(tf.constant(0, tf.int64),
+                                             trainable=False,
+                                             name='num_episodes')
+
+    @property
+    def batch_size(self) -> int:
+        return self._batch_size
+
+    @property
+    def buffer_size(self) -> int:
+        return self._buffer_size
+
+    def _step_value(self, time_step):
+        """[B] value added to the accumulator at each non-FIRST step."""
+        raise NotImplementedError
+
+    def _update(self, time_step):
+        step_type = tf.convert_to_tensor(time_step.step_type)
+        # A trace-time check: a wrong batch would silently broadcast.
+        if (step_type.shape.rank is not None and
+                not step_type.shape.is_compatible_with([self._batch_size])):
+            raise ValueError(
+                "%s: time_step.step_type: expected [%d] (batch_size), got %s"
+                % (self.name, self._batch_size, step_type.shape))
+        is_first = _is(step_type, StepType.FIRST)
+        is_last = _is(step_type, StepType.LAST)
+        value = tf.cast(self._step_value(time_step), self._dtype)
+        accumulator = tf.where(is_first, tf.zeros_like(value),
+                               self._accumulator + value)
+
+        size = tf.constant(self._buffer_size, tf.int64)
+        last_int = tf.cast(is_last, tf.int64)
+        num_done = tf.reduce_sum(last_int)
+        # k-th finishing environment (in batch order) -> slot head + k.
+        k = tf.cumsum(last_int, exclusive=True)
+        # Keep only the last `size` finishers so that no slot is written
+        # twice (scatter with duplicate indices has no defined order).
+        keep = tf.logical_and(is_last, k >= num_done - size)
+        slots = tf.math.floormod(self._head + tf.boolean_mask(k, keep), size)
+        buffer_op = self._buffer.scatter_nd_update(
+            tf.expand_dims(slots, -1), tf.boolean_mask(accumulator, keep))
+        return _group(
+            self._accumulator.assign(accumulator), buffer_op,
+            self._head.assign(tf.math.floormod(self._head + num_done, size)),
+            self._num_episodes.assign_add(num_done))
+
+    def result(self) -> tf.Tensor:
+        """[] mean over the filled buffer slots; 0 before any episode ends."""
+        # Slots are filled in order from 0, so the filled ones are a prefix.
+        filled = tf.minimum(self._num_episodes, self._buffer_size)
+        total = tf.reduce_sum(self._buffer[:filled])
+        return tf.math.divide_no_nan(total, tf.cast(filled, self._dtype))
+
+
+class AverageReturn(_EpisodeAverageMetric):
+    """Average undiscounted return of the last ``buffer_size`` episodes."""
+
+    def __init__(self,
+                 batch_size: int,
+                 buffer_size: int = 10,
+                 name: str = 'AverageReturn',
+                 dtype: tf.DType = tf.float32):
+        """
+        Args:
+            batch_size: B, the number of environments in a batched step.
+            buffer_size: how many completed episodes the average covers.
+            name: metric name (the tag is ``'Metrics/' + name``).
+            dtype: float dtype of the accumulated returns.
+        """
+        super().__init__(batch_size, buffer_size, name, dtype)
+
+    def _step_value(self, time_step):
+        return time_step.reward
+
+
+class AverageEpisodeLength(_EpisodeAverageMetric):
+    """Average length (non-FIRST steps) of the last ``buffer_size`` episodes.
+    """
+
+    def __init__(self,
+                 batch_size: int,
+                 buffer_size: int = 10,
+                 name: str = 'AverageEpisodeLength',
+                 dtype: tf.DType = tf.float32):
+        """
+        Args:
+            batch_size: B, the number of environments in a batched step.
+            buffer_size: how many completed episodes the average covers.
+            name: metric name (the tag is ``'Metrics/' + name``).
+            dtype: float dtype of the accumulated lengths.
+        """
+        super().__init__(batch_size, buffer_size, name, dtype)
+
+    def _step_value(self, time_step):
+        return tf.ones(tf.shape(time_step.step_type), self._dtype)
+
+
+def default_metrics(batch_size: int, buffer_size: int = 10):
+    """The four standard metrics, in TensorBoard-tag order.
+
+    Args:
+        batch_size: B, the number of environments in a batched step.
+        buffer_size: episodes averaged by the two averaging metrics.
+
+    Returns:
+        ``[NumberOfEpisodes, EnvironmentSteps, AverageReturn,
+        AverageEpisodeLength]`` instances.
+    """
+    return [
+        NumberOfEpisodes(),
+        EnvironmentSteps(),
+        AverageReturn(batch_size, buffer_size),
+        AverageEpisodeLength(batch_size, buffer_size),
+    ]
+
+
+def _is(step_type, value):
+    """[B] bool: ``step_type == value`` for any integer step_type dtype."""
+    step_type = tf.convert_to_tensor(step_type)
+    return tf.equal(step_type, tf.cast(value, step_type.dtype))
+
+
+def _group(*ops):
+    """``tf.group`` in graph mode; ``None`` eagerly (nothing to return)."""
+    if tf.executing_eagerly():
+        return None
+    return tf.group(*ops)

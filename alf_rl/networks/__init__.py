@@ -1,0 +1,17 @@
+"""Networks built from specs (``tf.Module``s with variables created in the
+constructor). Each is called as ``net(observation, state=()) -> (output,
+state)`` with outer dims [B] or [T, B]."""
+
+from alf_rl.networks.network import Network
+from alf_rl.networks.encoding_network import EncodingNetwork
+from alf_rl.networks.projection_networks import (CategoricalProjectionNetwork,
+                                                 NormalProjectionNetwork)
+from alf_rl.networks.actor_distribution_network import ActorDistributionNetwork
+from alf_rl.networks.value_network import ValueNetwork
+from alf_rl.networks.critic_networks import CriticNetwork, QNetwork
+
+__all__ = [
+    'Network', 'EncodingNetwork', 'CategoricalProjectionNetwork',
+    'NormalProjectionNetwork', 'ActorDistributionNetwork', 'ValueNetwork',
+    'CriticNetwork', 'QNetwork'
+]

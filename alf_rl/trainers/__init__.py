@@ -1,0 +1,4 @@
+"""Trainers: the training run around a driver."""
+
+from alf_rl.trainers.trainer import Trainer, TrainerConfig, TrainingError
+from alf_rl.trainers.on_policy_trainer import OnPolicyTrainer

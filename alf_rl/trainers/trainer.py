@@ -1,0 +1,327 @@
+"""``TrainerConfig`` and the ``Trainer`` base: the training run around a driver.
+
+A trainer owns everything that is not an algorithm: environments, the
+driver, checkpoints (atomic, resumable), TensorBoard summaries, periodic
+greedy evaluation, the operative ``config.gin`` and a progress line on the
+terminal. Subclasses only say how one training iteration runs
+(``_train_iteration``).
+
+Outputs under ``root_dir``: ``train/`` and ``eval/`` event files, ``ckpt/``
+checkpoints, ``config.gin``.
+"""
+
+import os
+import sys
+import time
+
+import gin
+import numpy as np
+import tensorflow as tf
+
+from alf_rl.drivers.evaluation_driver import EvaluationDriver
+from alf_rl.environments.utils import create_environment
+from alf_rl.utils import summary as summary_utils
+from alf_rl.utils.checkpoint import Checkpointer
+from alf_rl.utils.common import set_random_seed
+
+
+@gin.configurable
+class TrainerConfig(object):
+    """Settings of a training run (all gin-configurable).
+
+    Args:
+        root_dir: directory of the run's outputs; rerunning on it resumes.
+        trainer: the trainer class (``OnPolicyTrainer`` by default).
+        algorithm_ctor: ``(observation_spec=, action_spec=) -> RLAlgorithm``.
+        num_iterations: stop after this many training iterations (0: no
+            limit from iterations).
+        num_env_steps: stop after this many environment steps (0: no limit).
+        unroll_length: environment steps per environment per iteration.
+        final_step_mode: on-policy bootstrap mode ('redo', 'skip', 'none').
+        random_seed: seed of everything (None: random).
+        use_tf_functions: compile drivers; False runs eagerly for debugging.
+        evaluate: run greedy evaluation every ``eval_interval`` iterations.
+        eval_interval: iterations between evaluations.
+        num_eval_episodes: episodes per evaluation (one per eval env).
+        checkpoint_interval: iterations between checkpoints (a final one is
+            always written).
+        checkpoint_max_to_keep: newest checkpoints kept.
+        summary_interval: iterations between TensorBoard summaries.
+        progress_interval_secs: seconds between progress lines.
+        summaries_flush_secs: flush period of the event writers.
+    """
+
+    def __init__(self,
+                 root_dir=None,
+                 trainer=None,
+                 algorithm_ctor=None,
+                 num_iterations=1000,
+                 num_env_steps=0,
+                 unroll_length=8,
+                 final_step_mode='redo',
+                 random_seed=None,
+                 use_tf_functions=True,
+                 evaluate=False,
+                 eval_interval=10,
+                 num_eval_episodes=10,
+                 checkpoint_interval=100,
+                 checkpoint_max_to_keep=3,
+                 summary_interval=10,
+                 progress_interval_secs=5.0,
+                 summaries_flush_secs=5):
+        if algorithm_ctor is None:
+            raise ValueError("TrainerConfig.algorithm_ctor is required, e.g. "
+                             "TrainerConfig.algorithm_ctor=@ActorCriticAlgorithm")
+        if not root_dir:
+            raise ValueError("TrainerConfig.root_dir is required")
+        if num_iterations <= 0 and num_env_steps <= 0:
+            raise ValueError("set num_iterations or num_env_steps > 0 (got "
+                             "%s and %s)" % (num_iterations, num_env_steps))
+        for name in ('unroll_length', 'eval_interval', 'num_eval_episodes',
+                     'checkpoint_interval', 'summary_interval'):
+            if int(locals()[name]) < 1:
+                raise ValueError("TrainerConfig.%s must be >= 1, got %s" %
+                                 (name, locals()[name]))
+        self.root_dir = os.path.expanduser(root_dir)
+        self.trainer = trainer
+        self.algorithm_ctor = algorithm_ctor
+        self.num_iterations = int(num_iterations)
+        self.num_env_steps = int(num_env_steps)
+        self.unroll_length = int(unroll_length)
+        self.final_step_mode = final_step_mode
+        self.random_seed = random_seed
+        self.use_tf_functions = use_tf_functions
+        self.evaluate = evaluate
+        self.eval_interval = int(eval_interval)
+        self.num_eval_episodes = int(num_eval_episodes)
+        self.checkpoint_interval = int(checkpoint_interval)
+        self.checkpoint_max_to_keep = int(checkpoint_max_to_keep)
+        self.summary_interval = int(summary_interval)
+        self.progress_interval_secs = float(progress_interval_secs)
+        self.summaries_flush_secs = summaries_flush_secs
+
+
+class TrainingError(RuntimeError):
+    """Training stopped on bad input or a non-finite loss."""
+
+
+class Trainer(object):
+    """Base of trainers: environment, algorithm, checkpoints, summaries.
+
+    Args:
+        config: a ``TrainerConfig``.
+    """
+
+    def __init__(self, config):
+        self._config = config
+        self._root_dir = config.root_dir
+        os.makedirs(self._root_dir, exist_ok=True)
+        self._seed = set_random_seed(config.random_seed)
+        self._env = create_environment(seed=self._seed)
+        self._algorithm = config.algorithm_ctor(
+            observation_spec=self._env.observation_spec(),
+            action_spec=self._env.action_spec())
+        self._eval_env = None
+        self._evaluator = None
+        if config.evaluate:
+            self._eval_env = create_environment(
+                num_parallel_environments=config.num_eval_episodes,
+                seed=self._seed + 7919,
+                use_subprocess=False)
+            self._evaluator = EvaluationDriver(
+                self._eval_env,
+                self._algorithm,
+                use_tf_functions=config.use_tf_functions)
+        self._iteration = tf.Variable(0, dtype=tf.int64, trainable=False,
+                                      name='iteration')
+        self._driver = self._create_driver()
+        self._metrics = {m.name: m for m in self._driver.metrics}
+        self._checkpointer = Checkpointer(
+            os.path.join(self._root_dir, 'ckpt'),
+            max_to_keep=config.checkpoint_max_to_keep,
+            algorithm=self._algorithm,
+            metrics=list(self._driver.metrics),
+            iteration=self._iteration,
+            optimizers=[o for o, _ in
+                        self._algorithm.get_optimizer_and_variable_sets()])
+
+    # ------------------------------------------------------------ to override
+    def _create_driver(self):
+        raise NotImplementedError()
+
+    def _train_iteration(self):
+        """Runs one iteration; returns a reduced ``LossInfo``."""
+        raise NotImplementedError()
+
+    # ------------------------------------------------------------ helpers
+    @property
+    def algorithm(self):
+        """The algorithm being trained."""
+        return self._algorithm
+
+    @property
+    def env(self):
+        """The training environment."""
+        return self._env
+
+    def _env_steps(self):
+        return int(self._metrics['EnvironmentSteps'].result())
+
+    def _done(self):
+        c = self._config
+        it = int(self._iteration.numpy())
+        if c.num_iterations > 0 and it >= c.num_iterations:
+            return True
+        return c.num_env_steps > 0 and self._env_steps() >= c.num_env_steps
+
+    def _fraction_done(self):
+        c = self._config
+        fractions = []
+        if c.num_iterations > 0:
+            fractions.append(int(self._iteration.numpy()) / c.num_iterations)
+        if c.num_env_steps > 0:
+            fractions.append(self._env_steps() / c.num_env_steps)
+        return max(fractions)
+
+    def _write_config(self):
+        path = os.path.join(self._root_dir, 'config.gin')
+        tmp = path + '.tmp'
+        with open(tmp, 'w') as f:
+            f.write(gin.operative_config_str())
+        os.replace(tmp, path)
+
+    def _metric_scalars(self):
+        return {
+            'Metrics/' + name: float(m.result())
+            for name, m in self._metrics.items()
+        }
+
+    def _raise_clear_error(self, error):
+        it = int(self._iteration.numpy()) + 1
+        env_error = getattr(self._env, 'last_error', None)
+        if env_error is not None:
+            raise TrainingError("training stopped at iteration %d: %s" %
+                                (it, env_error)) from env_error
+        message = getattr(error, 'message', str(error))
+        if 'loss of' in message and ('NaN' in message or 'Inf' in message):
+            raise TrainingError(
+                "training stopped at iteration %d: non-finite loss (%s). No "
+                "update was applied and no checkpoint was written for this "
+                "iteration." % (it, message.split('\n')[0][:500])) from error
+        raise error
+
+    def evaluate(self):
+        """Runs greedy evaluation; returns ``{tag: value}`` scalars."""
+        returns, lengths = self._evaluator.run()
+        return {
+            'Metrics/AverageReturn': float(np.mean(returns.numpy())),
+            'Metrics/AverageEpisodeLength': float(np.mean(lengths.numpy())),
+        }
+
+    # ------------------------------------------------------------ main loop
+    def train(self):
+        """Trains until ``num_iterations`` or ``num_env_steps``; resumable.
+
+        Returns:
+            dict of final metric values (``'Metrics/...'``), plus the last
+            evaluation under ``'eval/...'`` when evaluating.
+        """
+        c = self._config
+        restored = self._checkpointer.restore()
+        start_iteration = int(self._iteration.numpy())
+        if restored:
+            print("alf_rl: resumed from %s at iteration %d, %d env steps" %
+                  (restored, start_iteration, self._env_steps()),
+                  flush=True)
+        train_writer = tf.summary.create_file_writer(
+            os.path.join(self._root_dir, 'train'),
+            flush_millis=int(c.summaries_flush_secs * 1000))
+        eval_writer = (tf.summary.create_file_writer(
+            os.path.join(self._root_dir, 'eval'),
+            flush_millis=int(c.summaries_flush_secs * 1000))
+                       if c.evaluate else None)
+        self._write_config()
+        start_time = time.time()
+        start_steps = self._env_steps()
+        last_report = start_time
+        last_eval = {}
+        last_summary_time, last_summary_steps = start_time, start_steps
+        try:
+            while not self._done():
+                try:
+                    loss_info = self._train_iteration()
+                except tf.errors.OpError as e:
+                    self._raise_clear_error(e)
+                self._iteration.assign_add(1)
+                it = int(self._iteration.numpy())
+                now = time.time()
+                if it % c.summary_interval == 0:
+                    env_steps = self._env_steps()
+                    scalars = self._metric_scalars()
+                    scalars.update(summary_utils.loss_scalars(loss_info))
+                    dt = max(now - last_summary_time, 1e-9)
+                    scalars['time/env_steps_per_sec'] = (
+                        env_steps - last_summary_steps) / dt
+                    scalars['time/elapsed_secs'] = now - start_time
+                    last_summary_time, last_summary_steps = now, env_steps
+                    with train_writer.as_default():
+                        summary_utils.write_scalars(scalars, it)
+                        for name, m in self._metrics.items():
+                            tf.summary.scalar(
+                                'Metrics_vs_EnvironmentSteps/' + name,
+                                float(m.result()), step=env_steps)
+                if c.evaluate and it % c.eval_interval == 0:
+                    last_eval = self.evaluate()
+                    with eval_writer.as_default():
+                        summary_utils.write_scalars(last_eval, it)
+                        for tag, value in last_eval.items():
+                            tf.summary.scalar(
+                                tag.replace('Metrics/',
+                                            'Metrics_vs_EnvironmentSteps/'),
+                                value, step=self._env_steps())
+                if it % c.checkpoint_interval == 0:
+                    self._checkpointer.save(it)
+                if now - last_report >= c.progress_interval_secs:
+                    self._report_progress(start_time, start_steps, last_eval)
+                    last_report = now
+            self._report_progress(start_time, start_steps, last_eval)
+            self._checkpointer.save(int(self._iteration.numpy()))
+        finally:
+            train_writer.flush()
+            if eval_writer is not None:
+                eval_writer.flush()
+        result = self._metric_scalars()
+        result.update({'eval/' + k: v for k, v in last_eval.items()})
+        result['iterations'] = int(self._iteration.numpy())
+        result['train_secs'] = time.time() - start_time
+        return result
+
+    def _report_progress(self, start_time, start_steps, last_eval):
+        elapsed = max(time.time() - start_time, 1e-9)
+        steps = self._env_steps()
+        rate = (steps - start_steps) / elapsed
+        frac = self._fraction_done()
+        eta = ''
+        if 0 < frac < 1 and steps > start_steps:
+            # Fraction of the run done in this process, extrapolated.
+            done_here = frac - 0 if start_steps == 0 else frac
+            remaining = elapsed * (1 - frac) / max(done_here, 1e-9)
+            eta = ' | ETA %s' % _format_secs(remaining)
+        line = ("iter %d | env steps %d | %.0f steps/s | AverageReturn %.2f"
+                "%s%s" % (int(self._iteration.numpy()), steps, rate,
+                          float(self._metrics['AverageReturn'].result()),
+                          (' | eval %.2f' %
+                           last_eval['Metrics/AverageReturn'])
+                          if last_eval else '', eta))
+        print(line, file=sys.stdout, flush=True)
+
+    def close(self):
+        """Closes the environments."""
+        self._env.close()
+        if self._eval_env is not None:
+            self._eval_env.close()
+
+
+def _format_secs(secs):
+    secs = int(secs)
+    return '%d:%02d:%02d' % (secs // 3600, secs % 3600 // 60, secs % 60)

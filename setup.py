@@ -1,0 +1,42 @@
+"""Packaging of alf_rl."""
+
+from setuptools import find_packages, setup
+
+CORE = [
+    'tensorflow==2.21.*',
+    'tensorflow-probability==0.25.*',
+    'tf-keras==2.21.*',
+    'gin-config>=0.5.0',
+    'absl-py>=2.0',
+    'numpy>=1.26',
+    'gymnasium>=1.0,<2',
+    'tensorboard>=2.21',
+]
+
+EXTRAS = {
+    'test': ['pytest>=8', 'pytest-xdist>=3.5', 'pygame>=2.5'],
+    'render': ['pygame>=2.5', 'imageio>=2.30', 'imageio-ffmpeg>=0.5'],
+    'atari': ['ale-py>=0.9'],
+    'mujoco': ['mujoco>=3.0'],
+    'box2d': ['box2d-py>=2.3.5', 'pygame>=2.5'],
+    'dist': ['ray>=2.9'],
+}
+
+setup(
+    name='alf_rl',
+    version='0.1.0',
+    description='A TensorFlow-2-native reinforcement-learning library',
+    long_description=open('README.md').read(),
+    long_description_content_type='text/markdown',
+    license='Apache-2.0',
+    python_requires='>=3.11',
+    packages=find_packages(include=['alf_rl', 'alf_rl.*']),
+    install_requires=CORE,
+    extras_require=EXTRAS,
+    entry_points={
+        'console_scripts': [
+            'alf-train=alf_rl.bin.train:main',
+            'alf-play=alf_rl.bin.play:main',
+        ],
+    },
+)
