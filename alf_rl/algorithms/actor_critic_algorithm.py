@@ -15,6 +15,7 @@ from alf_rl.algorithms.on_policy_algorithm import OnPolicyAlgorithm
 from alf_rl.data_structures import PolicyStep, namedtuple
 from alf_rl.networks import ActorDistributionNetwork, ValueNetwork
 from alf_rl.ops import distributions as dist_ops
+from alf_rl.specs import clip_to_spec
 from alf_rl.utils.common import make_stateless_seed
 
 ActorCriticState = namedtuple(
@@ -88,7 +89,9 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
         """
         dist, actor_state = self._actor_network(time_step.observation,
                                                 state=state.actor)
-        action = dist_ops.mode(dist)
+        action = clip_to_spec(
+            dist_ops.cast_to_spec(dist_ops.mode(dist), self.action_spec),
+            self.action_spec)
         return PolicyStep(action=action,
                           state=ActorCriticState(actor=actor_state))
 
@@ -108,6 +111,11 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
                                                  state=state.value)
         action = dist_ops.sample_action_distribution(
             dist, seed=make_stateless_seed())
+        # Continuous samples of an unsquashed normal may leave the bounds;
+        # the environment only accepts actions inside the spec, so clip
+        # (the clipped action is also the one whose log-prob is trained).
+        action = clip_to_spec(dist_ops.cast_to_spec(action, self.action_spec),
+                              self.action_spec)
         return PolicyStep(action=action,
                           state=ActorCriticState(actor=actor_state,
                                                  value=value_state),

@@ -143,6 +143,7 @@ def play(root_dir, num_episodes=5, record_file=None, fps=30, gin_params=(),
 def _main(argv):
     if len(argv) > 1:
         raise app.UsageError('unexpected arguments: %s' % argv[1:])
+    import_tensorflow()
     if not FLAGS.root_dir:
         raise app.UsageError('--root_dir is required')
     from alf_rl.utils.checkpoint import CheckpointError

@@ -29,7 +29,10 @@ def is_noise(line):
 
 def import_tensorflow():
     """Imports TensorFlow (and TFP) quietly; returns the ``tensorflow`` module."""
-    os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+    # Level 3 also hides oneDNN's run-time notices logged at ERROR level (e.g.
+    # "oneDNN supports DT_INT64 only on platforms with AVX-512"); genuine
+    # failures still surface as Python exceptions.
+    os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
     sys.stderr.flush()
     saved = os.dup(2)
     with tempfile.TemporaryFile(mode='w+b') as capture:
@@ -49,4 +52,6 @@ def import_tensorflow():
                 if line.strip() and not is_noise(line):
                     print(line, file=sys.stderr)
     tf.get_logger().setLevel('ERROR')
+    from absl import logging as absl_logging
+    absl_logging.set_verbosity(absl_logging.WARNING)
     return tf

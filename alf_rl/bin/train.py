@@ -67,6 +67,7 @@ def train(root_dir, gin_files=(), gin_params=()):
 def _main(argv):
     if len(argv) > 1:
         raise app.UsageError('unexpected arguments: %s' % argv[1:])
+    import_tensorflow()
     if not FLAGS.root_dir:
         raise app.UsageError('--root_dir is required')
     if not FLAGS.gin_file:

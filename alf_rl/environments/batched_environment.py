@@ -44,18 +44,12 @@ class _BatchStacker(object):
             np.zeros((batch_size, ) + spec_shape(s), numpy_dtype(s))
             for s in flat_action_specs
         ]
-        # Scalar integer actions are handed to environments as Python ints
-        # (one ``tolist()`` instead of B numpy scalar extractions).
-        self.action_as_list = (self.action_structure is None
-                               and spec_shape(flat_action_specs[0]) == ()
-                               and self.action_dtypes[0].kind in 'iub')
         self.env_id = np.arange(batch_size, dtype=np.int32)
 
     def split_action(self, action):
         """[B, ...] action nest -> list of B per-environment actions."""
         if self.action_structure is None:
-            if self.action_as_list:
-                return action.tolist()
+            # Rows as numpy scalars/views: ``list(a)`` is the cheapest split.
             return list(action)
         flat = flatten_nest(action)
         return [
@@ -76,10 +70,12 @@ class _BatchStacker(object):
         """
         step_types, rewards, discounts, observations = zip(*results)
         step_type = np.array(step_types, np.int32)
+        # np.array(list of equal-shape arrays) stacks them, ~3x faster than
+        # np.stack for small arrays.
         if self.num_obs == 1:
-            observation = np.stack([o[0] for o in observations])
+            observation = np.array([o[0] for o in observations])
         else:
-            flat = [np.stack(leaves) for leaves in zip(*observations)]
+            flat = [np.array(leaves) for leaves in zip(*observations)]
             observation = pack_nest_as(self.obs_structure, flat)
         if action is None:
             flat_prev = [z.copy() for z in self.zero_actions]

@@ -188,6 +188,11 @@ class GymWrapper(PyEnvironment):
 
     def _to_gym_action(self, action):
         if self._action_is_discrete:
+            # numpy integer scalars pass through: gymnasium's
+            # Discrete.contains is faster on them than on Python ints, and
+            # gymnasium's own vector envs hand them over too.
+            if isinstance(action, np.integer):
+                return action
             return int(action)
         if self._action_structure is None:
             return action
@@ -226,6 +231,11 @@ class GymWrapper(PyEnvironment):
             self._done = True
         else:
             step_type, discount = _MID, self._discount
+        # Fast path for the common single-array observation of the right
+        # dtype (this runs once per environment per step).
+        if (type(observation) is np.ndarray and self._obs_is_leaf
+                and observation.dtype is self._obs_dtypes[0]):
+            return step_type, reward, discount, [observation]
         return (step_type, reward, discount,
                 self._convert_observation(observation))
 

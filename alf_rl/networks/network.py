@@ -6,7 +6,6 @@ variables, create optimizer slots and restore checkpoints before the first
 step, and calling a network inside ``tf.function`` never creates variables.
 """
 
-import numpy as np
 import tensorflow as tf
 import tf_keras
 

@@ -39,7 +39,10 @@ class CategoricalProjectionNetwork(tf.Module):
     values than the largest are masked. Values are ``[minimum, maximum]``:
     when some minimum is not 0 the categorical is shifted with
     ``TransformedDistribution(..., tfb.Shift(minimum))``. Samples and modes
-    have the spec's dtype.
+    have the spec's dtype when it is int32 or int64; TFP's categorical
+    supports no other integer dtype, so for e.g. int8 (MultiBinary) they are
+    int64: cast them with ``ops.distributions.cast_to_spec`` before stepping
+    the environment (``log_prob`` accepts either dtype).
 
     The logits layer is orthogonally initialized with gain
     ``init_output_scale`` (default 0.01) so the initial policy is nearly
@@ -75,8 +78,11 @@ class CategoricalProjectionNetwork(tf.Module):
             valid = np.arange(self._num_values) < counts[..., None]
             self._mask = tf.constant(
                 np.where(valid, 0., _MASKED_LOGIT).astype(np.float32))
+        self._dtype = (action_spec.dtype if action_spec.dtype in (tf.int32,
+                                                                  tf.int64)
+                       else tf.int64)
         self._shift = (None if np.all(minimum == 0) else
-                       minimum.astype(action_spec.dtype.as_numpy_dtype))
+                       minimum.astype(self._dtype.as_numpy_dtype))
         with self.name_scope:
             self._logits_layer = tf_keras.layers.Dense(
                 n * self._num_values,
@@ -104,7 +110,7 @@ class CategoricalProjectionNetwork(tf.Module):
                                self._shape + [self._num_values])
         if self._mask is not None:
             logits = logits + self._mask
-        dist = tfd.Categorical(logits=logits, dtype=self._action_spec.dtype)
+        dist = tfd.Categorical(logits=logits, dtype=self._dtype)
         if self._shape:
             dist = tfd.Independent(dist, len(self._shape))
         if self._shift is not None:

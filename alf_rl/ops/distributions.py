@@ -386,7 +386,8 @@ def log_prob(nest_of_distributions, nest_of_actions, outer_rank=None):
         nest_of_distributions: nest of distributions whose batch shape is the
             outer dims (as the networks make them: vector actions are wrapped
             in ``Independent``).
-        nest_of_actions: matching nest of actions ``[B, ...]``.
+        nest_of_actions: matching nest of actions ``[B, ...]``; integer
+            actions are cast to their distribution's integer dtype.
         outer_rank: if given, each leaf's log-prob is also summed over the
             dims after the first ``outer_rank`` (for distributions with action
             dims left in their batch shape, e.g. a bare ``Normal``).
@@ -395,11 +396,15 @@ def log_prob(nest_of_distributions, nest_of_actions, outer_rank=None):
         [B] (or [T, B]) float32: summed over action dims and the nest.
     """
     tf.nest.assert_same_structure(nest_of_distributions, nest_of_actions)
-    terms = [
-        _reduce_to_outer(d.log_prob(a), outer_rank) for d, a in zip(
-            tf.nest.flatten(nest_of_distributions),
-            tf.nest.flatten(nest_of_actions))
-    ]
+    terms = []
+    for d, a in zip(tf.nest.flatten(nest_of_distributions),
+                    tf.nest.flatten(nest_of_actions)):
+        a = tf.convert_to_tensor(a)
+        if (a.dtype.is_integer and d.dtype is not None
+                and tf.as_dtype(d.dtype).is_integer and a.dtype != d.dtype):
+            # e.g. int8 actions (cast to their spec) of an int64 categorical
+            a = tf.cast(a, d.dtype)
+        terms.append(_reduce_to_outer(d.log_prob(a), outer_rank))
     return tf.add_n(terms)
 
 

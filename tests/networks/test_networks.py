@@ -127,7 +127,7 @@ def test_discrete_actions_cover_the_range():
     # the policy near uniform, so every value shows up.
     assert set(a[:, 0]) == {0, 1} and set(a[:, 1]) == {-1, 0, 1, 2, 3}
     probs = tf.nn.softmax(dists.distribution.distribution.logits).numpy()
-    np.testing.assert_allclose(probs[:, 1], 0.2, atol=0.02)
+    np.testing.assert_allclose(probs[:, 1], 0.2, atol=0.05)
     np.testing.assert_allclose(probs[:, 0, 2:], 0., atol=1e-12)  # masked
 
 
@@ -235,3 +235,48 @@ def test_critic_and_q_network_shapes(outer_dims):
     assert value.shape == outer_dims
     assert len(critic.trainable_variables) == 8
     assert len(critic.copy().trainable_variables) == 8
+
+
+def test_gin_binding_selects_squashed_projection():
+    import gin
+    gin.clear_config()
+    try:
+        gin.parse_config(
+            'NormalProjectionNetwork.scale_distribution = True\n'
+            'ActorDistributionNetwork.fc_layer_params = (5,)')
+        net = networks.ActorDistributionNetwork(
+            NESTED_OBS_SPEC, ACTION_SPEC['continuous'])
+        dist, _ = net(_obs(NESTED_OBS_SPEC, [2]))
+        assert 'TransformedDistribution' in type(dist).__name__
+        assert any(v.shape == (4, 5) for v in net.trainable_variables)
+    finally:
+        gin.clear_config()
+
+
+def test_checkpoint_round_trip(tmp_path):
+    net = networks.ActorDistributionNetwork(NESTED_OBS_SPEC, ACTION_SPEC,
+                                            fc_layer_params=(8, ))
+    other = net.copy()
+    path = tf.train.Checkpoint(net=net).save(str(tmp_path / 'ckpt'))
+    tf.train.Checkpoint(net=other).restore(path).assert_consumed()
+    obs = _obs(NESTED_OBS_SPEC, [3])
+    np.testing.assert_allclose(
+        dist_ops.mode(net(obs)[0])['continuous'],
+        dist_ops.mode(other(obs)[0])['continuous'])
+    np.testing.assert_allclose(
+        net(obs)[0]['discrete'].distribution.logits,
+        other(obs)[0]['discrete'].distribution.logits)
+
+
+def test_multi_binary_int8_action():
+    spec = BoundedTensorSpec((3, ), tf.int8, 0, 1)
+    net = networks.ActorDistributionNetwork(NESTED_OBS_SPEC, spec,
+                                            fc_layer_params=())
+    dist, _ = net(_obs(NESTED_OBS_SPEC, [50]))
+    a = dist_ops.sample_action_distribution(dist, seed=1)
+    assert a.dtype == tf.int64  # TFP's Categorical has no int8 dtype
+    a8 = dist_ops.cast_to_spec(a, spec)
+    _check_in_bounds(a8, spec)
+    np.testing.assert_allclose(dist_ops.log_prob(dist, a8),
+                               dist_ops.log_prob(dist, a))
+    assert dist_ops.log_prob(dist, a).shape == [50]
