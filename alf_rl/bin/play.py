@@ -20,14 +20,18 @@ from absl import app, flags
 from alf_rl.bin.quiet import import_tensorflow
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string('root_dir', None, 'Directory of a training run.')
-flags.DEFINE_integer('num_episodes', 5, 'Episodes to play.')
-flags.DEFINE_string('record_file', None, 'Write frames to this .gif/.mp4.')
-flags.DEFINE_integer('fps', 30, 'Frames per second of the recording.')
-flags.DEFINE_integer('max_episode_steps', 0,
-                     'Cap on steps per episode (0: the env default).')
-flags.DEFINE_integer('random_seed', 0, 'Seed of the play environment.')
-flags.DEFINE_multi_string('gin_param', None, 'Extra gin bindings.')
+
+
+def _define_flags():
+    """Defines the command-line flags (only when run as a script)."""
+    flags.DEFINE_string('root_dir', None, 'Directory of a training run.')
+    flags.DEFINE_integer('num_episodes', 5, 'Episodes to play.')
+    flags.DEFINE_string('record_file', None, 'Write frames to this .gif/.mp4.')
+    flags.DEFINE_integer('fps', 30, 'Frames per second of the recording.')
+    flags.DEFINE_integer('max_episode_steps', 0,
+                         'Cap on steps per episode (0: the env default).')
+    flags.DEFINE_integer('random_seed', 0, 'Seed of the play environment.')
+    flags.DEFINE_multi_string('gin_param', None, 'Extra gin bindings.')
 
 
 def write_video(frames, path, fps=30):
@@ -157,6 +161,7 @@ def _main(argv):
 
 def main():
     """Console entry point of ``alf-play``."""
+    _define_flags()
     app.run(_main)
 
 

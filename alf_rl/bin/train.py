@@ -18,10 +18,14 @@ from absl import app, flags
 from alf_rl.bin.quiet import import_tensorflow
 
 FLAGS = flags.FLAGS
-flags.DEFINE_multi_string('gin_file', None, 'Paths to gin config files.')
-flags.DEFINE_multi_string('gin_param', None,
-                          "Gin bindings, e.g. 'TrainerConfig.num_iterations=10'.")
-flags.DEFINE_string('root_dir', None, 'Directory of the run (resumable).')
+
+
+def _define_flags():
+    """Defines the command-line flags (only when run as a script)."""
+    flags.DEFINE_multi_string('gin_file', None, 'Paths to gin config files.')
+    flags.DEFINE_multi_string('gin_param', None,
+                              "Gin bindings, e.g. 'TrainerConfig.num_iterations=10'.")
+    flags.DEFINE_string('root_dir', None, 'Directory of the run (resumable).')
 
 
 def parse_gin(gin_files, gin_params, root_dir=None):
@@ -85,6 +89,7 @@ def _main(argv):
 
 def main():
     """Console entry point of ``alf-train``."""
+    _define_flags()
     app.run(_main)
 
 

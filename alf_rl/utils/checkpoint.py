@@ -112,7 +112,7 @@ class Checkpointer(object):
             status = self._checkpoint.read(path)
             status.assert_existing_objects_matched()
         except (tf.errors.DataLossError, tf.errors.NotFoundError,
-                tf.errors.InvalidArgumentError) as e:
+                tf.errors.InvalidArgumentError, IndexError, OSError) as e:
             raise CheckpointError(
                 "checkpoint %s is corrupt or unreadable (%s: %s); remove it "
                 "or use another root_dir" %
