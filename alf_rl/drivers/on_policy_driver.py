@@ -114,6 +114,7 @@ class OnPolicyDriver(object):
         algorithm.build_optimizers()
         self._persistent_tape = len(
             algorithm.get_optimizer_and_variable_sets()) > 1
+        self._rollout_fn = None
         self._run_fn = (tf.function(self._run_iteration, autograph=False)
                         if use_tf_functions else self._run_iteration)
 
@@ -154,7 +155,39 @@ class OnPolicyDriver(object):
             self._time_step, self._policy_state)
         return loss_info
 
+    def rollout(self, num_steps):
+        """Steps the environments ``num_steps`` times without training.
+
+        Same step code as ``run()`` (state reset, ``rollout``, env step,
+        metrics) but no tape, no TensorArrays and no update: for warm-up,
+        collecting statistics and measuring rollout throughput.
+
+        Args:
+            num_steps: batched steps to take (each steps all B envs).
+        """
+        if self._time_step is None:
+            self.reset()
+        if self._rollout_fn is None:
+            self._rollout_fn = (tf.function(self._rollout_loop,
+                                            autograph=False)
+                                if self._use_tf_functions else
+                                self._rollout_loop)
+        self._time_step, self._policy_state = self._rollout_fn(
+            self._time_step, self._policy_state,
+            tf.constant(num_steps, tf.int32))
+
     # ------------------------------------------------------------ internals
+    def _rollout_loop(self, time_step, policy_state, num_steps):
+
+        def _body(t, time_step, policy_state):
+            policy_step, _ = self._policy_step(time_step, policy_state)
+            return t + 1, self._env_step(policy_step.action), policy_step.state
+
+        _, time_step, policy_state = tf.while_loop(
+            lambda t, *_: t < num_steps, _body,
+            (tf.constant(0), time_step, policy_state))
+        return time_step, policy_state
+
     def _trace_info_spec(self):
         """The spec of rollout's info, found by tracing rollout."""
         alg = self._algorithm

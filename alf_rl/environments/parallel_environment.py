@@ -28,8 +28,7 @@ import sys
 import traceback
 import weakref
 
-from alf_rl.environments.batched_environment import (_BatchStacker,
-                                                     _check_same_specs)
+from alf_rl.environments.batched_environment import _BatchStacker
 from alf_rl.environments.py_environment import PyEnvironment
 
 # Commands sent to workers.
@@ -144,6 +143,7 @@ class _Worker(object):
     def __init__(self, index, constructor, payload):
         self.index = index
         self.description = repr(constructor)
+        self.dead = False
         parent_sock, child_sock = socket.socketpair()
         from multiprocessing.connection import Connection
         self.conn = Connection(parent_sock.detach())
@@ -166,6 +166,7 @@ class _Worker(object):
         self.send_bytes(payload, None)
 
     def _dead_error(self, command):
+        self.dead = True
         try:
             code = self.process.wait(timeout=2.0)
         except subprocess.TimeoutExpired:
@@ -269,6 +270,7 @@ class ParallelPyEnvironment(PyEnvironment):
             raise ValueError("ParallelPyEnvironment needs at least one "
                              "environment constructor")
         self._closed = True
+        self._broken = None
         self._workers = []
         # Read the specs in the parent: workers never build specs (that
         # would import TensorFlow there).
@@ -336,12 +338,50 @@ class ParallelPyEnvironment(PyEnvironment):
     def _check_open(self):
         if self._closed:
             raise RuntimeError("ParallelPyEnvironment is closed")
+        if self._broken is not None:
+            raise RuntimeError(
+                "ParallelPyEnvironment cannot be used after a worker died: "
+                "%s" % self._broken) from self._broken
 
     def _broadcast(self, command, args):
+        """Sends ``command`` to every worker, then collects every reply.
+
+        All replies are read even when one worker fails, so that the pipes
+        stay in step; the first error is raised afterwards. A dead worker
+        makes the environment unusable (later calls raise at once).
+        """
         self._check_open()
+        sent, error = [], None
         for w, a in zip(self._workers, args):
-            w.send(command, a)
-        return [w.receive(command) for w in self._workers]
+            try:
+                w.send(command, a)
+            except RuntimeError as e:
+                error = e
+                break
+            sent.append(w)
+        results = []
+        for w in sent:
+            try:
+                results.append(w.receive(command))
+            except RuntimeError as e:
+                error = error or e
+        if error is not None:
+            self._raise(error)
+        return results
+
+    def _raise(self, error):
+        if any(w.dead for w in self._workers):
+            self._broken = error
+        raise error
+
+    def _call_one(self, index, command, arg=None):
+        self._check_open()
+        w = self._workers[index]
+        try:
+            w.send(command, arg)
+            return w.receive(command)
+        except RuntimeError as e:
+            self._raise(e)
 
     def _reset(self):
         results = self._broadcast(_RESET, [None] * self.batch_size)
@@ -353,10 +393,7 @@ class ParallelPyEnvironment(PyEnvironment):
 
     def render(self):
         """Environment 0's frame ([H, W, 3] uint8) or ``None``."""
-        self._check_open()
-        w = self._workers[0]
-        w.send(_RENDER)
-        return w.receive(_RENDER)
+        return self._call_one(0, _RENDER)
 
     def seed(self, seed):
         """Seeds environment i with ``seed + i`` (``None``: unseeded)."""
@@ -374,10 +411,7 @@ class ParallelPyEnvironment(PyEnvironment):
         Returns:
             ``fn``'s (picklable) result.
         """
-        self._check_open()
-        w = self._workers[index]
-        w.send(_CALL, _dumps((fn, args)))
-        return w.receive(_CALL)
+        return self._call_one(index, _CALL, _dumps((fn, args)))
 
     def close(self):
         """Stops every worker (joins them; kills those that do not stop)."""

@@ -15,47 +15,6 @@ from alf_rl.environments.gym_wrapper import GymWrapper
 from alf_rl.specs import BoundedTensorSpec
 
 
-class NestedEnv(gym.Env):
-    """Dict/Tuple/MultiDiscrete/MultiBinary/uint8 observations."""
-
-    def __init__(self, episode_length=3):
-        self.observation_space = spaces.Dict({
-            'pos': spaces.Box(-1.0, 1.0, (3, ), np.float32),
-            'image': spaces.Box(0, 255, (4, 4, 3), np.uint8),
-            'md': spaces.MultiDiscrete([3, 4]),
-            'mb': spaces.MultiBinary(5),
-            'tup': spaces.Tuple((spaces.Discrete(3),
-                                 spaces.Box(-2.0, 2.0, (2, ), np.float64))),
-        })
-        self.action_space = spaces.Tuple(
-            (spaces.Discrete(3, start=1), spaces.Box(-2.0, 2.0, (2, ),
-                                                     np.float32)))
-        self._length = episode_length
-        self._t = 0
-
-    def _obs(self):
-        t = self._t
-        return {
-            'pos': np.full(3, 0.1 * t, np.float32),
-            'image': np.full((4, 4, 3), t, np.uint8),
-            'md': np.array([t % 3, t % 4], np.int64),
-            'mb': np.array([t % 2] * 5, np.int8),
-            'tup': (t % 3, np.full(2, -0.5 * t, np.float64)),
-        }
-
-    def reset(self, seed=None, options=None):
-        super().reset(seed=seed)
-        self._t = 0
-        return self._obs(), {}
-
-    def step(self, action):
-        assert self.action_space.contains(
-            (action[0], np.asarray(action[1], np.float32))), action
-        self._t += 1
-        return (self._obs(), float(action[0]), self._t >= self._length,
-                False, {})
-
-
 class BadDtypeEnv(gym.Env):
     """Declares float32 observations, returns ``self.value`` instead."""
 
@@ -71,8 +30,8 @@ class BadDtypeEnv(gym.Env):
         return self.value, 0.0, False, False, {}
 
 
-def test_spec_conversion_of_nested_spaces():
-    env = GymWrapper(NestedEnv())
+def test_spec_conversion_of_nested_spaces(nested_env_cls):
+    env = GymWrapper(nested_env_cls())
     obs_spec = env.observation_spec()
     assert sorted(obs_spec) == ['image', 'mb', 'md', 'pos', 'tup']
     assert obs_spec['pos'] == BoundedTensorSpec((3, ), tf.float32, -1, 1)
@@ -92,8 +51,9 @@ def test_spec_conversion_of_nested_spaces():
     assert ts_spec.step_type == tf.TensorSpec((), tf.int32)
 
 
-def test_nested_time_steps_have_spec_dtypes_and_conventions():
-    env = GymWrapper(NestedEnv(episode_length=2), env_id=7)
+def test_nested_time_steps_have_spec_dtypes_and_conventions(
+        nested_env_cls):
+    env = GymWrapper(nested_env_cls(episode_length=2), env_id=7)
     ts = env.reset()
     assert ts.step_type == StepType.FIRST and ts.step_type.dtype == np.int32
     assert ts.env_id == 7 and ts.env_id.dtype == np.int32

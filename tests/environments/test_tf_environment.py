@@ -14,8 +14,6 @@ from alf_rl.environments.suite_unittest import (PolicyUnittestEnv,
 from alf_rl.environments.tf_environment import TFPyEnvironment
 from alf_rl.specs import BoundedTensorSpec
 
-from test_gym_wrapper import NestedEnv
-
 
 def _cartpole_env(b=3, max_episode_steps=5):
     return TFPyEnvironment(
@@ -94,9 +92,9 @@ def test_while_loop_in_tf_function_matches_eager():
     assert isinstance(ts.observation, tf.Tensor)
 
 
-def test_nested_observation_and_action_round_trip():
+def test_nested_observation_and_action_round_trip(nested_env_cls):
     env = TFPyEnvironment(
-        BatchedPyEnvironment([GymWrapper(NestedEnv(), env_id=i)
+        BatchedPyEnvironment([GymWrapper(nested_env_cls(), env_id=i)
                               for i in range(2)]))
     action = (tf.constant([1, 3], tf.int64),
               tf.constant([[0.5, -0.5], [1.0, 2.0]], tf.float32))
