@@ -49,6 +49,9 @@ class TrainerConfig(object):
         summary_interval: iterations between TensorBoard summaries.
         progress_interval_secs: seconds between progress lines.
         summaries_flush_secs: flush period of the event writers.
+        stop_at_average_return: if set, stop (with a checkpoint) once the
+            training ``AverageReturn`` metric reaches it, like
+            Stable-Baselines3's ``StopTrainingOnRewardThreshold``.
     """
 
     def __init__(self,
@@ -68,7 +71,8 @@ class TrainerConfig(object):
                  checkpoint_max_to_keep=3,
                  summary_interval=10,
                  progress_interval_secs=5.0,
-                 summaries_flush_secs=5):
+                 summaries_flush_secs=5,
+                 stop_at_average_return=None):
         if algorithm_ctor is None:
             raise ValueError("TrainerConfig.algorithm_ctor is required, e.g. "
                              "TrainerConfig.algorithm_ctor=@ActorCriticAlgorithm")
@@ -99,6 +103,7 @@ class TrainerConfig(object):
         self.summary_interval = int(summary_interval)
         self.progress_interval_secs = float(progress_interval_secs)
         self.summaries_flush_secs = summaries_flush_secs
+        self.stop_at_average_return = stop_at_average_return
 
 
 class TrainingError(RuntimeError):
@@ -171,6 +176,10 @@ class Trainer(object):
         c = self._config
         it = int(self._iteration.numpy())
         if c.num_iterations > 0 and it >= c.num_iterations:
+            return True
+        if (c.stop_at_average_return is not None and it > 0
+                and float(self._metrics['AverageReturn'].result()) >=
+                c.stop_at_average_return):
             return True
         return c.num_env_steps > 0 and self._env_steps() >= c.num_env_steps
 
