@@ -4,6 +4,7 @@ import os
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
 os.environ.setdefault('SDL_VIDEODRIVER', 'dummy')
+os.environ.setdefault('TF_NUM_INTEROP_THREADS', '1')  # as the CLI does
 
 import gin  # noqa: E402
 import pytest  # noqa: E402

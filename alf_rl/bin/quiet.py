@@ -33,6 +33,11 @@ def import_tensorflow():
     # "oneDNN supports DT_INT64 only on platforms with AVX-512"); genuine
     # failures still surface as Python exceptions.
     os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
+    # In-graph rollouts are long chains of tiny ops; TensorFlow's inter-op
+    # thread pool costs more in scheduling than it gains there (measured:
+    # 18.9k -> 29.7k env steps/s for the CartPole rollout on 2 cores). Must
+    # be set before TensorFlow starts; export the variable to override.
+    os.environ.setdefault('TF_NUM_INTEROP_THREADS', '1')
     sys.stderr.flush()
     saved = os.dup(2)
     with tempfile.TemporaryFile(mode='w+b') as capture:

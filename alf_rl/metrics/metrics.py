@@ -183,18 +183,30 @@ class _EpisodeAverageMetric(StepMetric):
         size = tf.constant(self._buffer_size, tf.int64)
         last_int = tf.cast(is_last, tf.int64)
         num_done = tf.reduce_sum(last_int)
-        # k-th finishing environment (in batch order) -> slot head + k.
-        k = tf.cumsum(last_int, exclusive=True)
-        # Keep only the last `size` finishers so that no slot is written
-        # twice (scatter with duplicate indices has no defined order).
-        keep = tf.logical_and(is_last, k >= num_done - size)
-        slots = tf.math.floormod(self._head + tf.boolean_mask(k, keep), size)
-        buffer_op = self._buffer.scatter_nd_update(
-            tf.expand_dims(slots, -1), tf.boolean_mask(accumulator, keep))
-        return _group(
-            self._accumulator.assign(accumulator), buffer_op,
-            self._head.assign(tf.math.floormod(self._head + num_done, size)),
-            self._num_episodes.assign_add(num_done))
+        accumulate_op = self._accumulator.assign(accumulator)
+
+        def _push():
+            # k-th finishing environment (in batch order) -> slot head + k.
+            k = tf.cumsum(last_int, exclusive=True)
+            # Keep only the last `size` finishers so that no slot is written
+            # twice (scatter with duplicate indices has no defined order).
+            keep = tf.logical_and(is_last, k >= num_done - size)
+            slots = tf.math.floormod(self._head + tf.boolean_mask(k, keep),
+                                     size)
+            with tf.control_dependencies([
+                    self._buffer.scatter_nd_update(
+                        tf.expand_dims(slots, -1),
+                        tf.boolean_mask(accumulator, keep))
+            ]):
+                return tf.group(
+                    self._head.assign(
+                        tf.math.floormod(self._head + num_done, size)),
+                    self._num_episodes.assign_add(num_done))
+
+        # Episodes end on few steps: keep the ring-buffer update out of the
+        # per-step path (it is ~20 ops of a rollout step's graph otherwise).
+        push_op = tf.cond(num_done > 0, _push, tf.no_op)
+        return _group(accumulate_op, push_op)
 
     def result(self) -> tf.Tensor:
         """[] mean over the filled buffer slots; 0 before any episode ends."""

@@ -1,0 +1,64 @@
+"""Prints when a run's TensorBoard scalar first reached a threshold.
+
+Usage: python benchmarks/events_summary.py ROOT_DIR [--tag Metrics/AverageReturn]
+       [--threshold 195]
+
+Reads ROOT_DIR/train and ROOT_DIR/eval event files and prints, for each,
+the first iteration/env step/wall time at which the tag reached the
+threshold, and the maximum value.
+"""
+
+import argparse
+import glob
+import os
+
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
+
+
+def read_scalars(event_dir, tag):
+    """[(wall_time, step, value)] of ``tag`` in the event files of a dir."""
+    from alf_rl.bin.quiet import import_tensorflow
+    tf = import_tensorflow()
+    rows = []
+    for path in glob.glob(os.path.join(event_dir, 'events.*')):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for v in event.summary.value:
+                if v.tag == tag:
+                    rows.append((event.wall_time, event.step,
+                                 float(tf.make_ndarray(v.tensor))))
+    return sorted(rows)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('root_dir')
+    parser.add_argument('--tag', default='Metrics/AverageReturn')
+    parser.add_argument('--threshold', type=float, default=195.0)
+    args = parser.parse_args()
+    for sub in ('train', 'eval'):
+        rows = read_scalars(os.path.join(args.root_dir, sub), args.tag)
+        # Each summary writes the tag vs iterations and vs env steps
+        # together, so the i-th rows of both belong together.
+        env_steps = [s for _, s, _ in read_scalars(
+            os.path.join(args.root_dir, sub),
+            args.tag.replace('Metrics/', 'Metrics_vs_EnvironmentSteps/'))]
+        if not rows:
+            print('%s: no %s' % (sub, args.tag))
+            continue
+        start = rows[0][0]
+        hit = [(i, r) for i, r in enumerate(rows) if r[2] >= args.threshold]
+        best = max(r[2] for r in rows)
+        if hit:
+            index, (wall, it, value) = hit[0]
+            steps = env_steps[index] if index < len(env_steps) else '?'
+            print('%s: %s first >= %g at iteration %d, %s env steps, %.1f s '
+                  'after the first summary (value %.1f); max %.1f' %
+                  (sub, args.tag, args.threshold, it, steps,
+                   wall - start, value, best))
+        else:
+            print('%s: %s never reached %g; max %.1f' %
+                  (sub, args.tag, args.threshold, best))
+
+
+if __name__ == '__main__':
+    main()
