@@ -2,6 +2,7 @@
 
 from alf_rl.algorithms.algorithm import Algorithm
 from alf_rl.algorithms.rl_algorithm import RLAlgorithm
+from alf_rl.algorithms.off_policy_algorithm import OffPolicyAlgorithm
 from alf_rl.algorithms.on_policy_algorithm import OnPolicyAlgorithm
 from alf_rl.algorithms.actor_critic_loss import ActorCriticLoss
 from alf_rl.algorithms.actor_critic_algorithm import ActorCriticAlgorithm

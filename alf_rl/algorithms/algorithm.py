@@ -65,6 +65,7 @@ class Algorithm(tf.Module):
                                     if predict_state_spec is None else
                                     predict_state_spec)
         self._optimizer = optimizer
+        self._module_optimizers = []
         self._gradient_clipping = gradient_clipping
         self._clip_by_global_norm = clip_by_global_norm
         self._opt_var_sets = None
@@ -168,6 +169,25 @@ class Algorithm(tf.Module):
         """This algorithm's own optimizer (or None)."""
         return self._optimizer
 
+    def add_optimizer(self, optimizer, modules):
+        """Trains the variables of ``modules`` with ``optimizer``.
+
+        For algorithms whose parts learn at different rates (SAC's actor,
+        critics and temperature). Variables of these modules are removed
+        from the default optimizer's set.
+
+        Args:
+            optimizer: a ``tf_keras`` optimizer.
+            modules: list of ``tf.Module``s and/or ``tf.Variable``s.
+        """
+        if optimizer is None:
+            raise ValueError("%s.add_optimizer: optimizer is None" % self.name)
+        if self._opt_var_sets is not None:
+            raise ValueError("%s.add_optimizer must be called in the "
+                             "constructor, before variables are gathered" %
+                             self.name)
+        self._module_optimizers.append((optimizer, list(modules)))
+
     def _collect(self):
         """(own variables, [(optimizer, variables)] of subtrees with one)."""
         own, sets, visited = [], [], set()
@@ -175,8 +195,8 @@ class Algorithm(tf.Module):
         for attr in sorted(vars(self)):
             # '_self_*' are tf.Module's own tracking lists (they reference
             # the same children again).
-            if (attr in ignore or attr.startswith('_self_')
-                    or attr in ('_optimizer', '_opt_var_sets')):
+            if (attr in ignore or attr.startswith('_self_') or attr in (
+                    '_optimizer', '_opt_var_sets', '_module_optimizers')):
                 continue
             value = vars(self)[attr]
             for leaf in _flatten_attribute(value):
@@ -195,7 +215,18 @@ class Algorithm(tf.Module):
                         own.append(leaf)
                 elif isinstance(leaf, tf.Module) and not _is_optimizer(leaf):
                     own.extend(leaf.trainable_variables)
-        return _unique(own), sets
+        explicit = []
+        for optimizer, modules in self._module_optimizers:
+            variables = []
+            for m in modules:
+                if isinstance(m, tf.Variable):
+                    variables.append(m)
+                else:
+                    variables.extend(m.trainable_variables)
+            explicit.append((optimizer, _unique(variables)))
+        claimed = {v.ref() for _, vs in explicit for v in vs}
+        own = [v for v in _unique(own) if v.ref() not in claimed]
+        return own, explicit + sets
 
     def get_optimizer_and_variable_sets(self):
         """The list of ``(optimizer, [variables])`` this algorithm trains.

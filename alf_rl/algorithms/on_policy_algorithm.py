@@ -6,11 +6,12 @@ stored experience, so the same algorithm can also be trained from a replay
 buffer (off-policy actor-critic, PPO's mini-batch epochs).
 """
 
+from alf_rl.algorithms.off_policy_algorithm import ReplayTrainingMixin
 from alf_rl.algorithms.rl_algorithm import RLAlgorithm
 from alf_rl.data_structures import experience_to_time_step
 
 
-class OnPolicyAlgorithm(RLAlgorithm):
+class OnPolicyAlgorithm(ReplayTrainingMixin, RLAlgorithm):
     """An ``RLAlgorithm`` whose ``train_step`` is its ``rollout``."""
 
     def train_step(self, experience, state):
