@@ -6,3 +6,4 @@ from alf_rl.algorithms.off_policy_algorithm import OffPolicyAlgorithm
 from alf_rl.algorithms.on_policy_algorithm import OnPolicyAlgorithm
 from alf_rl.algorithms.actor_critic_loss import ActorCriticLoss
 from alf_rl.algorithms.actor_critic_algorithm import ActorCriticAlgorithm
+from alf_rl.algorithms.sac_algorithm import SacAlgorithm

@@ -25,44 +25,16 @@ obtained for bootstrapping:
 import tensorflow as tf
 
 from alf_rl.data_structures import TrainingInfo
-from alf_rl.metrics import default_metrics
+from alf_rl.drivers.driver import Driver, check_policy_step
 from alf_rl.ops import distributions as dist_ops
 from alf_rl.specs import add_outer_dims
-from alf_rl.utils.common import (reset_state_if_necessary, trace_outputs,
-                                 valid_step_mask)
-from alf_rl.utils.nest import assert_same_structure, check_nest_matches_spec
+from alf_rl.utils.common import trace_outputs, valid_step_mask
+from alf_rl.utils.nest import assert_same_structure
 
 FINAL_STEP_MODES = ('redo', 'skip', 'none')
 
 
-def check_env_matches_algorithm(env, algorithm):
-    """Raises ``ValueError`` if the env's specs differ from the algorithm's.
-
-    Args:
-        env: a ``TFEnvironment``.
-        algorithm: an ``RLAlgorithm``.
-    """
-    for name, env_spec, alg_spec in (
-        ('observation', env.observation_spec(), algorithm.observation_spec),
-        ('action', env.action_spec(), algorithm.action_spec)):
-        assert_same_structure(env_spec, alg_spec, 'environment %s_spec' % name,
-                              'algorithm %s_spec' % name, prefix=name)
-        for e, a in zip(tf.nest.flatten(env_spec), tf.nest.flatten(alg_spec)):
-            if e.shape != a.shape or e.dtype != a.dtype:
-                raise ValueError(
-                    "%s_spec mismatch: the environment has %s but the "
-                    "algorithm was built for %s" % (name, e, a))
-
-
-def check_policy_step(policy_step, algorithm, batch_size, method):
-    """Checks (at trace time) the action a step function returned."""
-    hint = ("%s.%s must return actions shaped [B, ...] with the dtype of "
-            "action_spec" % (type(algorithm).__name__, method))
-    check_nest_matches_spec(policy_step.action, algorithm.action_spec,
-                            'action', outer_rank=1, hint=hint)
-
-
-class OnPolicyDriver(object):
+class OnPolicyDriver(Driver):
     """Runs on-policy training iterations of ``algorithm`` in ``env``.
 
     Args:
@@ -95,35 +67,21 @@ class OnPolicyDriver(object):
         if final_step_mode == 'none' and train_interval < 2:
             raise ValueError("final_step_mode='none' needs train_interval >= "
                              "2 (the last step only bootstraps)")
-        check_env_matches_algorithm(env, algorithm)
-        self._env = env
-        self._algorithm = algorithm
+        super().__init__(env, algorithm, metrics, observers,
+                         use_tf_functions=use_tf_functions)
         self._train_interval = int(train_interval)
         self._final_step_mode = final_step_mode
-        self._batch_size = env.batch_size
-        self._metrics = (default_metrics(self._batch_size)
-                         if metrics is None else list(metrics))
-        self._observers = list(self._metrics) + list(observers)
-        self._use_tf_functions = use_tf_functions
         self._num_traces = 0
-        self._time_step = None
-        self._policy_state = None
         self._info_spec = self._trace_info_spec()
         self._param_info_spec = dist_ops.to_params_spec(self._info_spec)
         self._variables = algorithm.trainable_variables
         algorithm.build_optimizers()
         self._persistent_tape = len(
             algorithm.get_optimizer_and_variable_sets()) > 1
-        self._rollout_fn = None
         self._run_fn = (tf.function(self._run_iteration, autograph=False)
                         if use_tf_functions else self._run_iteration)
 
     # ------------------------------------------------------------ public
-    @property
-    def metrics(self):
-        """The in-graph metrics this driver updates."""
-        return self._metrics
-
     @property
     def num_traces(self):
         """How many times the iteration function was traced (1 expected)."""
@@ -134,14 +92,6 @@ class OnPolicyDriver(object):
         """Environment steps (over all envs) taken by one ``run()``."""
         extra = 1 if self._final_step_mode == 'skip' else 0
         return (self._train_interval + extra) * self._batch_size
-
-    def reset(self):
-        """Resets the environment and the policy state (eagerly)."""
-        self._time_step = self._env.reset()
-        for observer in self._observers:
-            observer(self._time_step)
-        self._policy_state = self._algorithm.get_initial_rollout_state(
-            self._batch_size)
 
     def run(self):
         """Runs one training iteration.
@@ -155,39 +105,7 @@ class OnPolicyDriver(object):
             self._time_step, self._policy_state)
         return loss_info
 
-    def rollout(self, num_steps):
-        """Steps the environments ``num_steps`` times without training.
-
-        Same step code as ``run()`` (state reset, ``rollout``, env step,
-        metrics) but no tape, no TensorArrays and no update: for warm-up,
-        collecting statistics and measuring rollout throughput.
-
-        Args:
-            num_steps: batched steps to take (each steps all B envs).
-        """
-        if self._time_step is None:
-            self.reset()
-        if self._rollout_fn is None:
-            self._rollout_fn = (tf.function(self._rollout_loop,
-                                            autograph=False)
-                                if self._use_tf_functions else
-                                self._rollout_loop)
-        self._time_step, self._policy_state = self._rollout_fn(
-            self._time_step, self._policy_state,
-            tf.constant(num_steps, tf.int32))
-
     # ------------------------------------------------------------ internals
-    def _rollout_loop(self, time_step, policy_state, num_steps):
-
-        def _body(t, time_step, policy_state):
-            policy_step, _ = self._policy_step(time_step, policy_state)
-            return t + 1, self._env_step(policy_step.action), policy_step.state
-
-        _, time_step, policy_state = tf.while_loop(
-            lambda t, *_: t < num_steps, _body,
-            (tf.constant(0), time_step, policy_state))
-        return time_step, policy_state
-
     def _trace_info_spec(self):
         """The spec of rollout's info, found by tracing rollout."""
         alg = self._algorithm
@@ -198,7 +116,7 @@ class OnPolicyDriver(object):
         def _rollout(time_step, state):
             policy_step = alg.rollout(alg.transform_timestep(time_step),
                                       state)
-            check_policy_step(policy_step, alg, self._batch_size, 'rollout')
+            check_policy_step(policy_step, alg, 'rollout')
             assert_same_structure(policy_step.state, alg.rollout_state_spec,
                                   'rollout state', 'rollout_state_spec',
                                   prefix='state')
@@ -207,28 +125,17 @@ class OnPolicyDriver(object):
         info = trace_outputs(_rollout, ts_spec, state_spec)
         return dist_ops.extract_spec(info, from_dim=1)
 
-    def _policy_step(self, time_step, policy_state):
-        alg = self._algorithm
-        initial = alg.get_initial_rollout_state(self._batch_size)
-        policy_state = reset_state_if_necessary(policy_state, initial,
-                                                time_step.is_first())
-        transformed = alg.transform_timestep(time_step)
-        policy_step = alg.rollout(transformed, policy_state)
-        action = tf.nest.map_structure(tf.stop_gradient, policy_step.action)
-        info = TrainingInfo(action=action,
+    def _training_step(self, time_step, policy_state):
+        transformed, policy_step, _ = self._policy_step(time_step,
+                                                        policy_state)
+        info = TrainingInfo(action=policy_step.action,
                             step_type=transformed.step_type,
                             reward=transformed.reward,
                             discount=transformed.discount,
                             info=dist_ops.distributions_to_params(
                                 policy_step.info),
                             env_id=transformed.env_id)
-        return policy_step._replace(action=action), info
-
-    def _env_step(self, action):
-        next_time_step = self._env.step(action)
-        for observer in self._observers:
-            observer(next_time_step)
-        return next_time_step
+        return policy_step, info
 
     def _run_iteration(self, time_step, policy_state):
         self._num_traces += 1  # Python side effect: counts traces only
@@ -247,7 +154,7 @@ class OnPolicyDriver(object):
                                      s.shape.as_list()), spec)
 
         def _body(t, time_step, policy_state, tensor_arrays):
-            policy_step, info = self._policy_step(time_step, policy_state)
+            policy_step, info = self._training_step(time_step, policy_state)
             next_time_step = self._env_step(policy_step.action)
             tensor_arrays = tf.nest.map_structure(lambda ta, x: ta.write(t, x),
                                                   tensor_arrays, info)
@@ -262,7 +169,7 @@ class OnPolicyDriver(object):
                         tensor_arrays),
                 maximum_iterations=self._train_interval)
             if self._final_step_mode != 'none':
-                policy_step, info = self._policy_step(time_step, policy_state)
+                policy_step, info = self._training_step(time_step, policy_state)
                 tensor_arrays = tf.nest.map_structure(
                     lambda ta, x: ta.write(self._train_interval, x),
                     tensor_arrays, info)

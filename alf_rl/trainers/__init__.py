@@ -2,3 +2,4 @@
 
 from alf_rl.trainers.trainer import Trainer, TrainerConfig, TrainingError
 from alf_rl.trainers.on_policy_trainer import OnPolicyTrainer
+from alf_rl.trainers.off_policy_trainer import OffPolicyTrainer

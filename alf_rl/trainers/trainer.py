@@ -49,6 +49,18 @@ class TrainerConfig(object):
         summary_interval: iterations between TensorBoard summaries.
         progress_interval_secs: seconds between progress lines.
         summaries_flush_secs: flush period of the event writers.
+        initial_collect_steps: off-policy: env steps (over all envs)
+            collected before the first update.
+        num_updates_per_train_step: off-policy: updates per iteration (or
+            epochs over the iteration's data with ``clear_replay_buffer``).
+        mini_batch_size: off-policy: sequences per update.
+        mini_batch_length: off-policy: steps per sequence (>= 2; the last
+            one only bootstraps).
+        replay_buffer_capacity: off-policy: total steps the replay buffer
+            holds (split evenly across environments).
+        clear_replay_buffer: off-policy: train only on what this iteration
+            collected (on-policy methods trained from replay, e.g. PPO).
+        prioritized_replay: off-policy: use a prioritized replay buffer.
         stop_at_average_return: if set, stop (with a checkpoint) once the
             training ``AverageReturn`` metric reaches it, like
             Stable-Baselines3's ``StopTrainingOnRewardThreshold``.
@@ -72,6 +84,13 @@ class TrainerConfig(object):
                  summary_interval=10,
                  progress_interval_secs=5.0,
                  summaries_flush_secs=5,
+                 initial_collect_steps=0,
+                 num_updates_per_train_step=1,
+                 mini_batch_size=None,
+                 mini_batch_length=None,
+                 replay_buffer_capacity=100000,
+                 clear_replay_buffer=False,
+                 prioritized_replay=False,
                  stop_at_average_return=None):
         if algorithm_ctor is None:
             raise ValueError("TrainerConfig.algorithm_ctor is required, e.g. "
@@ -104,6 +123,13 @@ class TrainerConfig(object):
         self.progress_interval_secs = float(progress_interval_secs)
         self.summaries_flush_secs = summaries_flush_secs
         self.stop_at_average_return = stop_at_average_return
+        self.initial_collect_steps = int(initial_collect_steps)
+        self.num_updates_per_train_step = int(num_updates_per_train_step)
+        self.mini_batch_size = mini_batch_size
+        self.mini_batch_length = mini_batch_length
+        self.replay_buffer_capacity = int(replay_buffer_capacity)
+        self.clear_replay_buffer = clear_replay_buffer
+        self.prioritized_replay = prioritized_replay
 
 
 class TrainingError(RuntimeError):
@@ -148,7 +174,8 @@ class Trainer(object):
             metrics=list(self._driver.metrics),
             iteration=self._iteration,
             optimizers=[o for o, _ in
-                        self._algorithm.get_optimizer_and_variable_sets()])
+                        self._algorithm.get_optimizer_and_variable_sets()],
+            **self._checkpoint_objects())
 
     # ------------------------------------------------------------ to override
     def _create_driver(self):
@@ -157,6 +184,10 @@ class Trainer(object):
     def _train_iteration(self):
         """Runs one iteration; returns a reduced ``LossInfo``."""
         raise NotImplementedError()
+
+    def _checkpoint_objects(self):
+        """Extra trackable objects to checkpoint (e.g. a replay buffer)."""
+        return {}
 
     # ------------------------------------------------------------ helpers
     @property

@@ -1,0 +1,168 @@
+"""``Driver``: the step loop shared by the on-policy and off-policy drivers.
+
+One batched step: reset the policy state of environments at FIRST steps,
+``transform_timestep``, ``algorithm.rollout``, step the environment, update
+the metrics/observers, and hand an ``Experience`` (raw time step, action,
+rollout info as distribution parameters, and the state passed into rollout
+when the algorithm uses it) to the experience observers (a replay buffer).
+"""
+
+import tensorflow as tf
+
+from alf_rl.data_structures import make_experience
+from alf_rl.metrics import default_metrics
+from alf_rl.ops import distributions as dist_ops
+from alf_rl.utils.common import reset_state_if_necessary
+from alf_rl.utils.nest import assert_same_structure, check_nest_matches_spec
+
+
+def check_env_matches_algorithm(env, algorithm):
+    """Raises ``ValueError`` if the env's specs differ from the algorithm's.
+
+    Args:
+        env: a ``TFEnvironment``.
+        algorithm: an ``RLAlgorithm``.
+    """
+    for name, env_spec, alg_spec in (
+        ('observation', env.observation_spec(), algorithm.observation_spec),
+        ('action', env.action_spec(), algorithm.action_spec)):
+        assert_same_structure(env_spec, alg_spec, 'environment %s_spec' % name,
+                              'algorithm %s_spec' % name, prefix=name)
+        for e, a in zip(tf.nest.flatten(env_spec), tf.nest.flatten(alg_spec)):
+            if e.shape != a.shape or e.dtype != a.dtype:
+                raise ValueError(
+                    "%s_spec mismatch: the environment has %s but the "
+                    "algorithm was built for %s" % (name, e, a))
+
+
+def check_policy_step(policy_step, algorithm, method):
+    """Checks (at trace time) the action a step function returned.
+
+    Args:
+        policy_step: the ``PolicyStep`` returned by ``method``.
+        algorithm: the algorithm (for its ``action_spec``).
+        method: ``'rollout'`` or ``'predict'`` (for the message).
+    """
+    hint = ("%s.%s must return actions shaped [B, ...] with the dtype of "
+            "action_spec" % (type(algorithm).__name__, method))
+    check_nest_matches_spec(policy_step.action, algorithm.action_spec,
+                            'action', outer_rank=1, hint=hint)
+
+
+class Driver(object):
+    """Steps ``algorithm.rollout`` in a batched ``TFEnvironment``.
+
+    Args:
+        env: a batched ``TFEnvironment`` (B = ``env.batch_size``).
+        algorithm: an ``RLAlgorithm`` whose specs match ``env``.
+        metrics: in-graph metrics updated with every time step; defaults to
+            ``alf_rl.metrics.default_metrics(B)``.
+        observers: extra callables ``observer(time_step)`` run in the graph.
+        exp_observers: callables ``observer(experience)`` run in the graph
+            with each step's ``Experience`` ([B, ...] leaves).
+        use_tf_functions: compile the loops; False runs them eagerly.
+    """
+
+    def __init__(self,
+                 env,
+                 algorithm,
+                 metrics=None,
+                 observers=(),
+                 exp_observers=(),
+                 use_tf_functions=True):
+        check_env_matches_algorithm(env, algorithm)
+        self._env = env
+        self._algorithm = algorithm
+        self._batch_size = env.batch_size
+        self._metrics = (default_metrics(self._batch_size)
+                         if metrics is None else list(metrics))
+        self._observers = list(self._metrics) + list(observers)
+        self._exp_observers = list(exp_observers)
+        self._use_tf_functions = use_tf_functions
+        self._time_step = None
+        self._policy_state = None
+        self._rollout_fn = None
+
+    @property
+    def metrics(self):
+        """The in-graph metrics this driver updates."""
+        return self._metrics
+
+    @property
+    def batch_size(self):
+        """B, the number of environments stepped together."""
+        return self._batch_size
+
+    def reset(self):
+        """Resets the environment and the policy state (eagerly)."""
+        self._time_step = self._env.reset()
+        for observer in self._observers:
+            observer(self._time_step)
+        self._policy_state = self._algorithm.get_initial_rollout_state(
+            self._batch_size)
+
+    def rollout(self, num_steps):
+        """Steps all environments ``num_steps`` times with ``rollout``.
+
+        No tape and no update; experience goes to the experience observers.
+
+        Args:
+            num_steps: batched steps to take (each steps all B envs).
+        """
+        if self._time_step is None:
+            self.reset()
+        if self._rollout_fn is None:
+            self._rollout_fn = (tf.function(self._rollout_loop,
+                                            autograph=False)
+                                if self._use_tf_functions else
+                                self._rollout_loop)
+        self._time_step, self._policy_state = self._rollout_fn(
+            self._time_step, self._policy_state,
+            tf.constant(num_steps, tf.int32))
+
+    # ------------------------------------------------------------ internals
+    def _policy_step(self, time_step, policy_state):
+        """Resets state at FIRST steps and calls ``rollout``.
+
+        Returns:
+            ``(transformed time step, policy step with stop-gradient action,
+            the state passed into rollout)``.
+        """
+        alg = self._algorithm
+        initial = alg.get_initial_rollout_state(self._batch_size)
+        policy_state = reset_state_if_necessary(policy_state, initial,
+                                                time_step.is_first())
+        transformed = alg.transform_timestep(time_step)
+        policy_step = alg.rollout(transformed, policy_state)
+        action = tf.nest.map_structure(tf.stop_gradient, policy_step.action)
+        return transformed, policy_step._replace(action=action), policy_state
+
+    def _env_step(self, action):
+        next_time_step = self._env.step(action)
+        for observer in self._observers:
+            observer(next_time_step)
+        return next_time_step
+
+    def _observe_experience(self, time_step, policy_step, state):
+        if not self._exp_observers:
+            return
+        use_state = getattr(self._algorithm, 'use_rollout_state', False)
+        exp = make_experience(
+            time_step,
+            policy_step._replace(
+                info=dist_ops.distributions_to_params(policy_step.info)),
+            state if use_state else ())
+        for observer in self._exp_observers:
+            observer(exp)
+
+    def _rollout_loop(self, time_step, policy_state, num_steps):
+
+        def _body(t, time_step, policy_state):
+            _, policy_step, state = self._policy_step(time_step, policy_state)
+            self._observe_experience(time_step, policy_step, state)
+            return t + 1, self._env_step(policy_step.action), policy_step.state
+
+        _, time_step, policy_state = tf.while_loop(
+            lambda t, *_: t < num_steps, _body,
+            (tf.constant(0), time_step, policy_state))
+        return time_step, policy_state

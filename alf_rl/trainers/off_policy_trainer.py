@@ -1,0 +1,137 @@
+"""``OffPolicyTrainer``: collect into a replay buffer, then train from it.
+
+One iteration: ``SyncOffPolicyDriver.run(unroll_length)`` (the first
+iteration collects ``initial_collect_steps`` instead), then a compiled
+training function:
+- with a replay buffer: ``num_updates_per_train_step`` times, sample
+  ``mini_batch_size`` sequences of ``mini_batch_length`` steps and call
+  ``algorithm.train`` once;
+- with ``clear_replay_buffer=True`` (on-policy methods trained from replay,
+  e.g. off-policy actor-critic, PPO): take exactly what this iteration
+  collected and train ``num_updates_per_train_step`` epochs of mini-batches.
+The replay buffer is part of the checkpoint, so a resumed run keeps its data.
+"""
+
+import gin
+import tensorflow as tf
+
+from alf_rl.drivers.off_policy_driver import SyncOffPolicyDriver
+from alf_rl.replay import (OnetimeExperienceReplayer,
+                           SyncUniformExperienceReplayer)
+from alf_rl.trainers.trainer import Trainer
+
+
+@gin.configurable
+class OffPolicyTrainer(Trainer):
+    """Trains an algorithm from replayed experience.
+
+    Args:
+        config: a ``TrainerConfig``; uses ``unroll_length``,
+            ``initial_collect_steps``, ``num_updates_per_train_step``,
+            ``mini_batch_size``, ``mini_batch_length``,
+            ``replay_buffer_capacity``, ``clear_replay_buffer``,
+            ``prioritized_replay``.
+    """
+
+    def _create_driver(self):
+        c = self._config
+        batch_size = self._env.batch_size
+        if not hasattr(self._algorithm, 'prepare_off_policy_specs'):
+            raise ValueError("%s cannot be trained from replay: it has no "
+                             "prepare_off_policy_specs (use an "
+                             "OffPolicyAlgorithm or OnPolicyAlgorithm)" %
+                             type(self._algorithm).__name__)
+        exp_spec = self._algorithm.prepare_off_policy_specs(batch_size)
+        if c.clear_replay_buffer:
+            self._replayer = OnetimeExperienceReplayer(
+                exp_spec, batch_size, max_length=c.unroll_length)
+            if c.initial_collect_steps:
+                raise ValueError("initial_collect_steps must be 0 with "
+                                 "clear_replay_buffer=True (nothing is kept)")
+        else:
+            self._replayer = SyncUniformExperienceReplayer(
+                exp_spec, batch_size, capacity=c.replay_buffer_capacity,
+                prioritized=c.prioritized_replay)
+        self._check_batch_sizes(batch_size)
+        self._algorithm.build_optimizers()
+        self._train_fn = (tf.function(self._train, autograph=False)
+                          if c.use_tf_functions else self._train)
+        return SyncOffPolicyDriver(self._env,
+                                   self._algorithm,
+                                   self._replayer,
+                                   use_tf_functions=c.use_tf_functions)
+
+    def _check_batch_sizes(self, batch_size):
+        c = self._config
+        length = c.mini_batch_length or (c.unroll_length
+                                         if c.clear_replay_buffer else 2)
+        if length < 2:
+            raise ValueError("TrainerConfig.mini_batch_length must be >= 2 "
+                             "(the last step of a sequence only "
+                             "bootstraps), got %d" % length)
+        if c.clear_replay_buffer:
+            if c.unroll_length % length:
+                raise ValueError(
+                    "TrainerConfig.unroll_length %d must be a multiple of "
+                    "mini_batch_length %d" % (c.unroll_length, length))
+            sequences = batch_size * c.unroll_length // length
+            if c.mini_batch_size and c.mini_batch_size > sequences:
+                raise ValueError(
+                    "TrainerConfig.mini_batch_size %d is larger than what one "
+                    "iteration collects: %d envs x %d steps = %d sequences "
+                    "of length %d" % (c.mini_batch_size, batch_size,
+                                      c.unroll_length, sequences, length))
+        else:
+            per_env = c.replay_buffer_capacity // batch_size
+            if length > per_env:
+                raise ValueError(
+                    "mini_batch_length %d exceeds the replay buffer's %d "
+                    "steps per environment (capacity %d over %d envs)" %
+                    (length, per_env, c.replay_buffer_capacity, batch_size))
+            if not c.mini_batch_size:
+                raise ValueError("TrainerConfig.mini_batch_size is required "
+                                 "for replay-buffer training")
+        self._mini_batch_length = length
+
+    def _checkpoint_objects(self):
+        return {'replayer': self._replayer}
+
+    def _train(self):
+        c = self._config
+        if c.clear_replay_buffer:
+            # Exactly unroll_length steps of every env were collected.
+            experience = tf.nest.map_structure(
+                lambda x: tf.ensure_shape(
+                    x, [self._env.batch_size, c.unroll_length] +
+                    x.shape[2:].as_list()), self._replayer.replay_all())
+            return self._algorithm.train(
+                experience,
+                num_updates=c.num_updates_per_train_step,
+                mini_batch_size=c.mini_batch_size,
+                mini_batch_length=self._mini_batch_length)
+
+        def _one_update():
+            experience, _ = self._replayer.replay(c.mini_batch_size,
+                                                  self._mini_batch_length)
+            return self._algorithm.train(experience)
+
+        loss_info = _one_update()
+        if c.num_updates_per_train_step > 1:
+            loss_info = tf.while_loop(
+                lambda i, _: i < c.num_updates_per_train_step,
+                lambda i, _: (i + 1, _one_update()),
+                (tf.constant(1), loss_info))[1]
+        return loss_info
+
+    def _train_iteration(self):
+        c = self._config
+        batch_size = self._env.batch_size
+        first = int(self._iteration.numpy()) == 0 and c.initial_collect_steps
+        if first and not self._restored_replay_data():
+            self._driver.run(max(c.initial_collect_steps // batch_size, 1))
+        self._driver.run(c.unroll_length)
+        return self._train_fn()
+
+    def _restored_replay_data(self):
+        buffer = getattr(self._replayer, 'buffer', None)
+        return buffer is not None and int(buffer.total_size) > 0
