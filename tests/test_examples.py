@@ -25,8 +25,7 @@ def test_example_trains_briefly(gin_file, tmp_path):
         result = train(str(tmp_path), [gin_file], [
             'TrainerConfig.num_iterations=2',
             'TrainerConfig.num_env_steps=0', 'TrainerConfig.evaluate=False',
-            'TrainerConfig.summary_interval=1',
-            'TrainerConfig.initial_collect_steps=0'
+            'TrainerConfig.summary_interval=1'
         ])
     except gymnasium.error.DependencyNotInstalled as e:
         # Box2D/MuJoCo examples need their extras ([box2d], [mujoco]).
