@@ -301,6 +301,9 @@ class Algorithm(tf.Module):
         """
         with tape:
             loss_info = self.calc_loss(training_info)
+            # Kept for callers in the same graph (e.g. per-sample
+            # priorities for prioritized replay).
+            self.last_per_step_loss_info = loss_info
             loss_info = reduce_loss_info(loss_info, valid_masks)
             total = tf.zeros(())
             if not _is_empty(loss_info.loss):

@@ -112,7 +112,8 @@ class ReplayTrainingMixin(object):
 
     # ------------------------------------------------------------ training
     def train(self, experience, num_updates=1, mini_batch_size=None,
-              mini_batch_length=None, shuffle=True, seed=None):
+              mini_batch_length=None, shuffle=True, seed=None,
+              sample_weights=None):
         """Trains on a batch of stored experience.
 
         Args:
@@ -124,8 +125,15 @@ class ReplayTrainingMixin(object):
                 a multiple of L.
             shuffle: shuffle sequences before each pass.
             seed: optional stateless seed for shuffling.
+            sample_weights: optional [B] float32 per-sequence weights (the
+                importance weights of prioritized replay); only with one
+                update over whole sequences (no mini-batching).
         Returns:
-            ``LossInfo`` (scalars) of the last update.
+            ``LossInfo`` (scalars) of the last update. When the algorithm's
+            per-step ``LossInfo.extra`` has a ``td_error`` field, the
+            [B] priorities ``|td_error|`` of the first step of each
+            sequence are available afterwards as ``self.last_priorities``
+            (inside the same graph), for ``update_priority``.
         """
         if self._train_info_spec is None:
             self.prepare_off_policy_specs()
@@ -160,6 +168,11 @@ class ReplayTrainingMixin(object):
                 "of length %d in this batch of %d x %d steps" %
                 (mini_batch_size, num_sequences, mini_batch_length,
                  batch_size, length))
+        if sample_weights is not None and (
+                num_updates != 1 or mini_batch_length != length
+                or mini_batch_size != batch_size):
+            raise ValueError("train: sample_weights need one update over "
+                             "whole sequences")
         sequences = tf.nest.map_structure(
             lambda x: tf.reshape(x, [num_sequences, mini_batch_length] +
                                  x.shape[2:].as_list()), experience)
@@ -174,10 +187,11 @@ class ReplayTrainingMixin(object):
                 batch = tf.nest.map_structure(
                     lambda x: x[b * mini_batch_size:(b + 1) *
                                 mini_batch_size], sequences)
-                loss_info = self._update(_batch_to_time_major(batch))
+                loss_info = self._update(_batch_to_time_major(batch),
+                                         sample_weights)
         return loss_info
 
-    def _update(self, experience):
+    def _update(self, experience, sample_weights=None):
         """One gradient update on time-major experience [L, b, ...]."""
         length = experience.step_type.shape[0]
         batch_size = tf.shape(experience.step_type)[1]
@@ -240,9 +254,16 @@ class ReplayTrainingMixin(object):
                     stacked.rollout_info, self._rollout_info_spec))
         valid = valid_step_mask(training_info.step_type)
         valid = tf.concat([valid[:-1], tf.zeros_like(valid[-1:])], axis=0)
+        if sample_weights is not None:
+            # Importance weights scale each sequence's share of the mean.
+            valid = valid * tf.cast(sample_weights, tf.float32)[tf.newaxis]
         loss_info, _ = self.train_complete(tape, training_info,
                                            valid_masks=valid)
         del tape
+        per_step = self.last_per_step_loss_info
+        td_error = getattr(per_step.extra, 'td_error', None)
+        self.last_priorities = (None if td_error is None else tf.abs(
+            tf.convert_to_tensor(td_error)[0]))
         return loss_info
 
 

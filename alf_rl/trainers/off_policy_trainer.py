@@ -111,9 +111,23 @@ class OffPolicyTrainer(Trainer):
                 mini_batch_length=self._mini_batch_length)
 
         def _one_update():
-            experience, _ = self._replayer.replay(c.mini_batch_size,
-                                                  self._mini_batch_length)
-            return self._algorithm.train(experience)
+            experience, batch_info = self._replayer.replay(
+                c.mini_batch_size, self._mini_batch_length)
+            if not c.prioritized_replay:
+                return self._algorithm.train(experience)
+            loss_info = self._algorithm.train(
+                experience, sample_weights=batch_info.importance_weights)
+            priorities = self._algorithm.last_priorities
+            if priorities is None:
+                raise ValueError(
+                    "prioritized_replay needs %s.calc_loss to report a "
+                    "per-step 'td_error' in LossInfo.extra" %
+                    type(self._algorithm).__name__)
+            with tf.control_dependencies(tf.nest.flatten(loss_info)):
+                self._replayer.update_priority(batch_info.env_ids,
+                                               batch_info.positions,
+                                               priorities)
+            return loss_info
 
         loss_info = _one_update()
         if c.num_updates_per_train_step > 1:
