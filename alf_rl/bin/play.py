@@ -73,6 +73,10 @@ def play(root_dir, num_episodes=5, record_file=None, fps=30, gin_params=(),
         list of per-episode returns (floats).
     """
     tf = import_tensorflow()
+    if record_file:
+        # Frames come from render_mode='rgb_array'; no window or sound needed.
+        os.environ.setdefault('SDL_VIDEODRIVER', 'dummy')
+        os.environ.setdefault('SDL_AUDIODRIVER', 'dummy')
     import gin
     import alf_rl.configurables  # noqa: F401
     from alf_rl.environments.utils import create_environment
