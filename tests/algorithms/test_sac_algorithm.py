@@ -189,9 +189,9 @@ def test_each_loss_reaches_only_its_own_variables(action_type):
     alg = _make_alg(env.action_spec())
     exp = _rollout_experience(alg, env, 1)
     exp = tf.nest.map_structure(lambda x: x[:, 0], exp)
-    actor = alg._actor_network.trainable_variables
-    critics = (alg._critic1.trainable_variables +
-               alg._critic2.trainable_variables)
+    actor = list(alg._actor_network.trainable_variables)
+    critics = (list(alg._critic1.trainable_variables) +
+               list(alg._critic2.trainable_variables))
     alpha = [alg.log_alpha]
     with tf.GradientTape(persistent=True) as tape:
         info = alg.train_step(exp, ()).info
@@ -243,14 +243,18 @@ def test_saturated_tanh_sample_keeps_log_prob_finite():
 
 # ---------------------------------------------------------------- learning
 def test_learns_continuous_policy_unittest_env():
-    """Copy the 0/1 observation with a [0, 1] action: greedy reward > 0.9."""
+    """Copy the 0/1 observation with a [0, 1] action: greedy reward > 0.92
+    (a uniform policy earns 0.5). A low initial temperature and a tighter
+    entropy target than -dim(A) make the greedy action reach the bounds
+    within a few hundred updates."""
     set_random_seed(0)
     batch_size, episode_length = 16, 4
     env = TFPyEnvironment(
         PolicyUnittestEnv(batch_size, episode_length,
                           action_type='continuous'))
     alg = _make_alg(env.action_spec(), lr=3e-3, hidden=(32, 32),
-                    tau=0.05, gamma=0.5)
+                    tau=0.05, gamma=0.5, initial_log_alpha=np.log(0.1),
+                    target_entropy=-3.0)
     exp_spec = alg.prepare_off_policy_specs(batch_size)
     buffer = ReplayBuffer(exp_spec, batch_size, capacity=batch_size * 400,
                           seed=0)
@@ -280,9 +284,9 @@ def test_learns_continuous_policy_unittest_env():
     time_step = env.reset()
     for _ in range(8):
         time_step = collect(time_step)
-    for i in range(600):
+    for _ in range(500):
         time_step = collect(time_step)
         loss_info = update()
     assert np.isfinite(float(loss_info.loss))
     reward = float(greedy_reward(env.reset()))
-    assert reward > 0.9, reward
+    assert reward > 0.92, reward

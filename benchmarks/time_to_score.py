@@ -1,0 +1,70 @@
+"""Wall-clock time and env steps for an example to reach a score.
+
+Runs an example in-process (``alf_rl.bin.train.train``) on a fresh root
+dir, stopping as soon as ``Metrics/AverageReturn`` (training, mean of the last
+10 episodes) reaches ``--threshold``; prints the env steps, the seconds
+since the process started (imports, tracing and initial collection
+included) and the training updates/s.
+
+Usage::
+
+    python benchmarks/time_to_score.py --gin_file examples/sac_pendulum.gin \
+        --threshold -200 [--gin_param ...] [--seeds 0,1,2]
+"""
+
+import argparse
+import os
+import shutil
+import tempfile
+import time
+
+START = time.time()
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--gin_file', required=True)
+    parser.add_argument('--threshold', type=float, required=True)
+    parser.add_argument('--gin_param', action='append', default=[])
+    parser.add_argument('--seeds', default='0')
+    parser.add_argument('--root_dir', default=None)
+    args = parser.parse_args()
+    from alf_rl.bin.quiet import import_tensorflow
+    import_tensorflow()
+    import gin
+    from alf_rl.bin.train import train
+
+    for seed in [int(s) for s in args.seeds.split(',')]:
+        gin.clear_config()
+        root = args.root_dir or tempfile.mkdtemp(prefix='alf_bench_')
+        root = os.path.join(root, 'seed%d' % seed)
+        shutil.rmtree(root, ignore_errors=True)
+        start = time.time()
+        result = train(root, [args.gin_file], args.gin_param + [
+            'TrainerConfig.random_seed=%d' % seed,
+            'TrainerConfig.stop_at_average_return=%r' % args.threshold,
+        ])
+        now = time.time()
+        updates = result['iterations'] * _query(
+            gin, 'TrainerConfig.num_updates_per_train_step', 1)
+        rate = updates / max(result['train_secs'], 1e-9)
+        reached = result['Metrics/AverageReturn'] >= args.threshold
+        print('seed %d: %s %g: AverageReturn %.1f after %d env steps, '
+              '%.1f s after process start, %.1f s in the training loop; '
+              '%d updates, %.0f updates/s' %
+              (seed, 'reached' if reached else 'did NOT reach',
+               args.threshold, result['Metrics/AverageReturn'],
+               result['Metrics/EnvironmentSteps'], now - START,
+               result['train_secs'], updates, rate), flush=True)
+
+
+def _query(gin, name, default):
+    try:
+        return gin.query_parameter(name)
+    except ValueError:
+        return default
+
+
+if __name__ == '__main__':
+    main()
