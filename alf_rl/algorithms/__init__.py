@@ -7,3 +7,7 @@ from alf_rl.algorithms.on_policy_algorithm import OnPolicyAlgorithm
 from alf_rl.algorithms.actor_critic_loss import ActorCriticLoss
 from alf_rl.algorithms.actor_critic_algorithm import ActorCriticAlgorithm
 from alf_rl.algorithms.sac_algorithm import SacAlgorithm
+from alf_rl.algorithms.ddpg_algorithm import DdpgAlgorithm
+from alf_rl.algorithms.td3_algorithm import Td3Algorithm
+from alf_rl.algorithms.dqn_algorithm import DqnAlgorithm
+from alf_rl.algorithms.sarsa_algorithm import SarsaAlgorithm

@@ -9,9 +9,10 @@ from alf_rl.networks.projection_networks import (CategoricalProjectionNetwork,
 from alf_rl.networks.actor_distribution_network import ActorDistributionNetwork
 from alf_rl.networks.value_network import ValueNetwork
 from alf_rl.networks.critic_networks import CriticNetwork, QNetwork
+from alf_rl.networks.actor_network import ActorNetwork
 
 __all__ = [
     'Network', 'EncodingNetwork', 'CategoricalProjectionNetwork',
     'NormalProjectionNetwork', 'ActorDistributionNetwork', 'ValueNetwork',
-    'CriticNetwork', 'QNetwork'
+    'CriticNetwork', 'QNetwork', 'ActorNetwork'
 ]

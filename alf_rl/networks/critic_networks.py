@@ -101,6 +101,12 @@ class QNetwork(Network):
 
     Column i is the value of action ``minimum + i``.
 
+    With ``dueling=True`` (Wang et al. 2016, "Dueling Network Architectures
+    for Deep Reinforcement Learning") the hidden encoding feeds two linear
+    heads, a state value V(s) and advantages A(s, a), combined as
+    ``Q(s, a) = V(s) + A(s, a) - mean_a' A(s, a')`` (the paper's
+    mean-subtracted form, eq. 9).
+
     Args:
         input_tensor_spec: nest of ``tf.TensorSpec`` of one observation.
         action_spec: scalar ``BoundedTensorSpec`` with an integer dtype.
@@ -109,6 +115,7 @@ class QNetwork(Network):
         activation: hidden activation (ReLU by default).
         preprocessing_combiner: see ``EncodingNetwork``.
         kernel_initializer: kernels' initializer (default Glorot-uniform).
+        dueling: use the dueling value/advantage head.
         name: module name.
 
     Raises:
@@ -123,6 +130,7 @@ class QNetwork(Network):
                  activation=tf.nn.relu,
                  preprocessing_combiner=None,
                  kernel_initializer=None,
+                 dueling=False,
                  name='QNetwork'):
         ctor_args = _ctor_args(locals())
         super().__init__(input_tensor_spec, name=name)
@@ -134,6 +142,7 @@ class QNetwork(Network):
                 "integer dtype, got %s" % (name, action_spec))
         self._action_spec = action_spec
         self._num_actions = alf_specs.num_discrete_actions(action_spec)
+        self._dueling = bool(dueling)
         with self.name_scope:
             self._encoder = EncodingNetwork(
                 input_tensor_spec,
@@ -142,9 +151,21 @@ class QNetwork(Network):
                 activation=activation,
                 preprocessing_combiner=preprocessing_combiner,
                 kernel_initializer=kernel_initializer,
-                last_layer_size=self._num_actions,
+                last_layer_size=None if dueling else self._num_actions,
                 last_kernel_initializer=kernel_initializer,
                 name='encoder')
+            if dueling:
+                hidden_spec = self._encoder.output_spec
+                self._value_head = EncodingNetwork(
+                    hidden_spec,
+                    last_layer_size=1,
+                    last_kernel_initializer=kernel_initializer,
+                    name='value_head')
+                self._advantage_head = EncodingNetwork(
+                    hidden_spec,
+                    last_layer_size=self._num_actions,
+                    last_kernel_initializer=kernel_initializer,
+                    name='advantage_head')
 
     @property
     def num_actions(self):
@@ -158,5 +179,11 @@ class QNetwork(Network):
             ``(q_values, state)``: [B, num_actions] (or [T, B, num_actions])
             float32, and ``()``.
         """
-        q, _ = self._encoder(observation)
+        h, _ = self._encoder(observation)
+        if not self._dueling:
+            return h, state
+        value, _ = self._value_head(h)
+        advantage, _ = self._advantage_head(h)
+        q = value + advantage - tf.reduce_mean(
+            advantage, axis=-1, keepdims=True)
         return q, state

@@ -1,0 +1,289 @@
+"""SARSA for continuous actions: a deterministic actor and a SARSA critic.
+
+As ALF's ``SarsaAlgorithm`` (its ``sarsa_pendulum`` example), after
+Rummery & Niranjan 1994 (SARSA) and Silver et al. 2014 (deterministic policy
+gradient): a deterministic actor mu(s) explores with OU or Gaussian noise;
+the critic Q(s, a) is trained towards the SARSA target built from the
+action actually taken next,
+
+    y_t = r_{t+1} + gamma * d_{t+1} * Q'(s_{t+1}, a_{t+1}),
+
+where ``a_{t+1}`` is the (noisy) action stored in the experience and Q' is
+a slowly tracking target critic; the actor ascends ``dQ/da`` at
+``a = mu(s_t)``. Unlike DDPG, the bootstrap action is not ``mu'(s_{t+1})``,
+so the critic evaluates the behaviour policy and no target actor is needed.
+
+Deviations / choices:
+- ALF bootstraps with the environment's discount only; here
+  ``gamma`` multiplies it (the discount is 0/1 in alf_rl).
+- Training goes through ``OffPolicyAlgorithm.train`` on sequences of at
+  least two steps (row t uses row t+1's stored action). On-policy as in
+  ALF's on-policy variant: ``TrainerConfig.clear_replay_buffer=True``
+  (train on what each iteration collected); with a replay buffer (ALF's
+  ``sarsa_pendulum`` off-policy block, the default example) the stored
+  next action comes from an older behaviour policy.
+- Exploration noise stddevs are in units of the action half-range (as
+  ``DdpgAlgorithm``); the OU process lives in the rollout state.
+"""
+
+import gin
+import tensorflow as tf
+
+from alf_rl import specs as alf_specs
+from alf_rl.algorithms.ddpg_algorithm import (check_continuous_action_spec,
+                                              dqda_loss, half_range,
+                                              one_step_td_target, ou_step)
+from alf_rl.algorithms.off_policy_algorithm import OffPolicyAlgorithm
+from alf_rl.data_structures import LossInfo, PolicyStep, namedtuple
+from alf_rl.networks import ActorNetwork, CriticNetwork
+from alf_rl.ops import distributions as dist_ops
+from alf_rl.ops.losses import element_wise_squared_loss
+from alf_rl.ops.target_ops import PeriodicSoftUpdate
+from alf_rl.utils.common import make_stateless_seed
+
+SarsaRolloutState = namedtuple(
+    'SarsaRolloutState',
+    [
+        'ou_noise',  # nest like action_spec of [B, ...] float32 OU value in
+        # half-range units ('ou' exploration only, else ())
+    ],
+    default_value=())
+
+SarsaInfo = namedtuple(
+    'SarsaInfo',
+    [
+        'critic',  # [B] float32 Q(s_t, a_t) of the stored action (trained)
+        'target_critic',  # [B] float32 Q'(s_t, a_t) (no gradient)
+        'actor_loss',  # [B] float32 dqda loss at a = mu(s_t)
+    ],
+    default_value=())
+
+SarsaLossInfo = namedtuple(
+    'SarsaLossInfo',
+    [
+        'critic',  # [T, B] float32 TD loss; 0 on the last row
+        'actor',  # [T, B] float32 actor (dqda) loss
+        'q',  # [T, B] float32 Q(s_t, a_t)
+        'td_error',  # [T, B] float32 y_t - Q(s_t, a_t); 0 on the last row
+    ],
+    default_value=())
+
+
+def _seeds(n):
+    """``n`` [2] int32 stateless seeds."""
+    if n == 1:
+        return [make_stateless_seed()]
+    return tf.unstack(tf.random.experimental.stateless_split(
+        make_stateless_seed(), n))
+
+
+@gin.configurable
+class SarsaAlgorithm(OffPolicyAlgorithm):
+    """SARSA critic + deterministic actor (see the module docstring).
+
+    Args:
+        observation_spec: nest of specs of one observation.
+        action_spec: nest of bounded float specs of one action.
+        actor_network_ctor: ``(observation_spec, action_spec) -> network``
+            returning a nest of bounded actions (``ActorNetwork``).
+        critic_network_ctor: ``((observation_spec, action_spec)) -> network``
+            returning [B] Q values (``CriticNetwork``).
+        gamma: discount factor.
+        target_update_tau: soft-update rate of the target critic.
+        target_update_period: update the target every this many updates.
+        exploration_noise: ``'ou'`` (Ornstein-Uhlenbeck, ALF's choice) or
+            ``'gaussian'``.
+        noise_stddev: stddev of the noise in units of the action half-range.
+        ou_damping: theta of the OU process.
+        td_loss_fn: ``(target, prediction) -> element-wise loss``.
+        dqda_clipping: optional bound on each entry of dQ/da.
+        actor_optimizer: ``tf_keras`` optimizer of the actor (None: the
+            algorithm's ``optimizer``).
+        critic_optimizer: ``tf_keras`` optimizer of the critic (None: the
+            algorithm's ``optimizer``).
+        name: module name.
+        **kwargs: passed to ``OffPolicyAlgorithm`` (``optimizer``, gradient
+            clipping, reward shaping, observation transformers).
+
+    Raises:
+        ValueError: discrete or unbounded action specs, recurrent networks,
+            an unknown ``exploration_noise`` or out-of-range numbers.
+    """
+
+    def __init__(self,
+                 observation_spec,
+                 action_spec,
+                 actor_network_ctor=ActorNetwork,
+                 critic_network_ctor=CriticNetwork,
+                 gamma=0.99,
+                 target_update_tau=0.05,
+                 target_update_period=5,
+                 exploration_noise='ou',
+                 noise_stddev=0.2,
+                 ou_damping=0.15,
+                 td_loss_fn=element_wise_squared_loss,
+                 dqda_clipping=None,
+                 actor_optimizer=None,
+                 critic_optimizer=None,
+                 name='SarsaAlgorithm',
+                 **kwargs):
+        check_continuous_action_spec(action_spec, name)
+        if exploration_noise not in ('gaussian', 'ou'):
+            raise ValueError("%s: exploration_noise must be 'gaussian' or "
+                             "'ou', got %r" % (name, exploration_noise))
+        if noise_stddev < 0:
+            raise ValueError("%s: noise_stddev must be >= 0, got %r" %
+                             (name, noise_stddev))
+        if not 0.0 <= gamma <= 1.0:
+            raise ValueError("%s: gamma must be in [0, 1], got %r" %
+                             (name, gamma))
+        actor_network = actor_network_ctor(observation_spec, action_spec)
+        critic_network = critic_network_ctor((observation_spec, action_spec))
+        for net in (actor_network, critic_network):
+            if tf.nest.flatten(net.state_spec):
+                raise ValueError(
+                    "%s: only feed-forward networks are supported, but %s "
+                    "has state_spec %s" % (name, net.name, net.state_spec))
+        if exploration_noise == 'ou':
+            rollout_state_spec = SarsaRolloutState(
+                ou_noise=tf.nest.map_structure(
+                    lambda s: tf.TensorSpec(s.shape, tf.float32),
+                    action_spec))
+        else:
+            rollout_state_spec = SarsaRolloutState()
+        super().__init__(observation_spec,
+                         action_spec,
+                         train_state_spec=(),
+                         rollout_state_spec=rollout_state_spec,
+                         predict_state_spec=(),
+                         name=name,
+                         **kwargs)
+        self._actor_network = actor_network
+        self._critic_network = critic_network
+        self._target_critic_network = critic_network.copy(
+            name='target_critic_network')
+        self._target_updater = PeriodicSoftUpdate(
+            self._target_critic_network.trainable_variables,
+            critic_network.trainable_variables, target_update_tau,
+            target_update_period)
+        self._gamma = float(gamma)
+        self._exploration_noise = exploration_noise
+        self._noise_stddev = float(noise_stddev)
+        self._ou_damping = float(ou_damping)
+        self._td_loss_fn = td_loss_fn
+        self._dqda_clipping = dqda_clipping
+        self._half_range = [
+            half_range(s) for s in tf.nest.flatten(action_spec)
+        ]
+        if actor_optimizer is not None:
+            self.add_optimizer(actor_optimizer, [actor_network])
+        if critic_optimizer is not None:
+            self.add_optimizer(critic_optimizer, [critic_network])
+
+    def _trainable_attributes_to_ignore(self):
+        # The updater holds the target (and source) variables too.
+        return ['_target_critic_network', '_target_updater']
+
+    def _to_spec(self, action):
+        return alf_specs.clip_to_spec(
+            dist_ops.cast_to_spec(action, self._action_spec),
+            self._action_spec)
+
+    def predict(self, time_step, state):
+        """Greedy action ``mu(s)``.
+
+        Args:
+            time_step: ``TimeStep`` with [B, ...] leaves.
+            state: ``()``.
+        Returns:
+            ``PolicyStep(action [B, ...] inside the spec, (), ())``.
+        """
+        action, _ = self._actor_network(time_step.observation)
+        return PolicyStep(action=self._to_spec(action), state=())
+
+    def rollout(self, time_step, state):
+        """Exploration action ``clip(mu(s) + noise * half_range)``.
+
+        Args:
+            time_step: ``TimeStep`` with [B, ...] leaves.
+            state: ``SarsaRolloutState`` with [B, ...] leaves.
+        Returns:
+            ``PolicyStep(action [B, ...], SarsaRolloutState, ())``.
+        """
+        action, _ = self._actor_network(time_step.observation)
+        flat_action = tf.nest.flatten(action)
+        seeds = _seeds(len(flat_action))
+        if self._exploration_noise == 'ou':
+            noise = [
+                ou_step(x, self._ou_damping, self._noise_stddev, s)
+                for x, s in zip(tf.nest.flatten(state.ou_noise), seeds)
+            ]
+            state = SarsaRolloutState(ou_noise=tf.nest.pack_sequence_as(
+                self._action_spec, noise))
+        else:
+            noise = [
+                tf.random.stateless_normal(tf.shape(a), s,
+                                           stddev=self._noise_stddev)
+                for a, s in zip(flat_action, seeds)
+            ]
+        flat = [a + n * r for a, n, r in zip(flat_action, noise,
+                                             self._half_range)]
+        action = tf.nest.pack_sequence_as(self._action_spec, flat)
+        return PolicyStep(action=self._to_spec(action), state=state)
+
+    def train_step(self, exp, state):
+        """Critic and target critic at the stored action; the actor loss.
+
+        Args:
+            exp: ``Experience`` with [B, ...] leaves (``exp.action`` the
+                action taken).
+            state: ``()``.
+        Returns:
+            ``PolicyStep(action=mu(s) [B, ...], state=(), info=SarsaInfo)``.
+        """
+        observation = exp.observation
+        q, _ = self._critic_network((observation, exp.action))
+        target_q, _ = self._target_critic_network((observation, exp.action))
+        action, _ = self._actor_network(observation)
+        with tf.GradientTape(watch_accessed_variables=False) as tape:
+            tape.watch(action)
+            q_pi, _ = self._critic_network((observation, action))
+        dqda = tape.gradient(q_pi, action)
+        actor_loss = dqda_loss(action, dqda, self._dqda_clipping)
+        return PolicyStep(action=action,
+                          state=(),
+                          info=SarsaInfo(
+                              critic=q,
+                              target_critic=tf.stop_gradient(target_q),
+                              actor_loss=actor_loss))
+
+    def calc_loss(self, training_info):
+        """SARSA TD loss (rows 0..T-2, last row padded) plus actor loss.
+
+        Args:
+            training_info: ``TrainingInfo`` with [T, B, ...] leaves and
+                ``info`` a ``SarsaInfo``.
+        Returns:
+            ``LossInfo(loss [T, B], extra=SarsaLossInfo)``.
+        """
+        info = training_info.info
+        target = one_step_td_target(training_info.reward[1:],
+                                    training_info.discount[1:],
+                                    info.target_critic[1:], self._gamma)
+        critic_loss = self._td_loss_fn(target, info.critic[:-1])
+        td_error = target - info.critic[:-1]
+
+        def _pad(x):
+            return tf.concat([x, tf.zeros_like(x[:1])], axis=0)
+
+        critic_loss = _pad(critic_loss)
+        return LossInfo(loss=critic_loss + info.actor_loss,
+                        extra=SarsaLossInfo(critic=critic_loss,
+                                            actor=info.actor_loss,
+                                            q=info.critic,
+                                            td_error=_pad(td_error)))
+
+    def after_train(self, training_info):
+        """Soft-updates the target critic (every target_update_period)."""
+        del training_info
+        self._target_updater()
