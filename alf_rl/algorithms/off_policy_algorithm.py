@@ -111,6 +111,19 @@ class ReplayTrainingMixin(object):
             state=self.rollout_state_spec if self._use_rollout_state else ())
 
     # ------------------------------------------------------------ training
+    def bootstrap_step(self, experience, state):
+        """``train_step`` for the last row of a sequence (bootstrap only).
+
+        The last step of every training sequence only provides targets for
+        the steps before it; its own losses are masked. Override this to
+        compute only what the targets need (e.g. target values) and return
+        zeros for the rest of the info -- same structure as
+        ``train_step``'s. Defaults to ``train_step``.
+
+        Args/returns: as ``train_step``.
+        """
+        return self.train_step(experience, state)
+
     def train(self, experience, num_updates=1, mini_batch_size=None,
               mini_batch_length=None, shuffle=True, seed=None,
               sample_weights=None):
@@ -217,14 +230,14 @@ class ReplayTrainingMixin(object):
         variables = self.trainable_variables
         persistent = len(self.get_optimizer_and_variable_sets()) > 1
 
-        def _body(t, state, tensor_arrays):
+        def _row(t, state, step_fn):
             exp_t = tf.nest.map_structure(lambda x: x[t], experience)
             state = reset_state_if_necessary(state, initial_state,
                                              exp_t.is_first())
             exp_t = exp_t._replace(
                 rollout_info=dist_ops.params_to_distributions(
                     exp_t.rollout_info, self._rollout_info_spec))
-            policy_step = self.train_step(exp_t, state)
+            policy_step = step_fn(exp_t, state)
             row = TrainingInfo(action=exp_t.action,
                                step_type=exp_t.step_type,
                                reward=exp_t.reward,
@@ -234,17 +247,24 @@ class ReplayTrainingMixin(object):
                                rollout_info=dist_ops.distributions_to_params(
                                    exp_t.rollout_info),
                                env_id=exp_t.env_id)
+            return policy_step.state, row
+
+        def _body(t, state, tensor_arrays):
+            state, row = _row(t, state, self.train_step)
             tensor_arrays = tf.nest.map_structure(
                 lambda ta, x: ta.write(t, x), tensor_arrays, row)
-            return t + 1, policy_step.state, tensor_arrays
+            return t + 1, state, tensor_arrays
 
         with tf.GradientTape(watch_accessed_variables=False,
                              persistent=persistent) as tape:
             tape.watch(variables)
-            _, _, tensor_arrays = tf.while_loop(
-                lambda t, *_: t < length, _body,
+            _, state, tensor_arrays = tf.while_loop(
+                lambda t, *_: t < length - 1, _body,
                 (tf.constant(0), state, tensor_arrays),
-                maximum_iterations=length)
+                maximum_iterations=length - 1)
+            _, row = _row(length - 1, state, self.bootstrap_step)
+            tensor_arrays = tf.nest.map_structure(
+                lambda ta, x: ta.write(length - 1, x), tensor_arrays, row)
             stacked = tf.nest.map_structure(lambda ta: ta.stack(),
                                             tensor_arrays)
             training_info = stacked._replace(

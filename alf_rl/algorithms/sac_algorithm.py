@@ -469,6 +469,52 @@ class SacAlgorithm(OffPolicyAlgorithm):
                                        alpha_loss=alpha_loss,
                                        entropy=entropy))
 
+    def bootstrap_step(self, exp, state):
+        """Only the target value at s_t (the last row of a sequence).
+
+        Skips the critic, actor and temperature terms, whose losses are
+        masked on that row anyway: about half the compute of an update
+        with 2-step sequences.
+
+        Args:
+            exp: ``Experience`` with [B, ...] leaves.
+            state: ``()``.
+        Returns:
+            ``PolicyStep`` with ``SacInfo`` whose fields other than
+            ``target_value`` are zeros.
+        """
+        observation = exp.observation
+        alpha = tf.stop_gradient(tf.exp(self._log_alpha))
+        dist, _ = self._actor_network(observation)
+        if self._discrete:
+            dist = tf.nest.flatten(dist)[0]
+            log_probs = self._all_log_probs(dist)
+            target_q1, _ = self._target_critic1(observation)
+            target_q2, _ = self._target_critic2(observation)
+            target_value = discrete_soft_value(
+                tf.exp(log_probs), log_probs,
+                tf.minimum(target_q1, target_q2), alpha)
+            action = tf.nest.pack_sequence_as(
+                self.action_spec, [dist.sample(seed=make_stateless_seed())])
+            action = self._actions_in_spec(action)
+        else:
+            action = dist_ops.sample_action_distribution(
+                dist, seed=make_stateless_seed())
+            log_pi = dist_ops.log_prob(dist, action)
+            target_q1, _ = self._target_critic1((observation, action))
+            target_q2, _ = self._target_critic2((observation, action))
+            target_value = tf.minimum(target_q1, target_q2) - alpha * log_pi
+        target_value = tf.stop_gradient(target_value)
+        zeros = tf.zeros_like(target_value)
+        return PolicyStep(action=action,
+                          state=state,
+                          info=SacInfo(critic1=zeros,
+                                       critic2=zeros,
+                                       target_value=target_value,
+                                       actor_loss=zeros,
+                                       alpha_loss=zeros,
+                                       entropy=zeros))
+
     # ------------------------------------------------------------ loss
     def calc_loss(self, training_info):
         """Critic TD losses on rows 0..T-2, actor and temperature losses.

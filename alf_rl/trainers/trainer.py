@@ -40,6 +40,8 @@ class TrainerConfig(object):
         final_step_mode: on-policy bootstrap mode ('redo', 'skip', 'none').
         random_seed: seed of everything (None: random).
         use_tf_functions: compile drivers; False runs eagerly for debugging.
+        jit_compile: also compile updates with XLA where TensorFlow allows
+            it (off-policy updates; the replay sampling stays outside).
         evaluate: run greedy evaluation every ``eval_interval`` iterations.
         eval_interval: iterations between evaluations.
         num_eval_episodes: episodes per evaluation (one per eval env).
@@ -76,6 +78,7 @@ class TrainerConfig(object):
                  final_step_mode='redo',
                  random_seed=None,
                  use_tf_functions=True,
+                 jit_compile=False,
                  evaluate=False,
                  eval_interval=10,
                  num_eval_episodes=10,
@@ -114,6 +117,7 @@ class TrainerConfig(object):
         self.final_step_mode = final_step_mode
         self.random_seed = random_seed
         self.use_tf_functions = use_tf_functions
+        self.jit_compile = jit_compile
         self.evaluate = evaluate
         self.eval_interval = int(eval_interval)
         self.num_eval_episodes = int(num_eval_episodes)
@@ -244,10 +248,12 @@ class Trainer(object):
                                 (it, env_error)) from env_error
         message = getattr(error, 'message', str(error))
         if 'loss of' in message and ('NaN' in message or 'Inf' in message):
+            applied = ("the XLA-compiled update was already applied"
+                       if 'XLA' in message else "no update was applied")
             raise TrainingError(
-                "training stopped at iteration %d: non-finite loss (%s). No "
-                "update was applied and no checkpoint was written for this "
-                "iteration." % (it, message.split('\n')[0][:500])) from error
+                "training stopped at iteration %d: non-finite loss (%s); %s "
+                "and no checkpoint was written for this iteration." %
+                (it, message.split('\n')[0][:500], applied)) from error
         raise error
 
     def evaluate(self):

@@ -70,3 +70,16 @@ def test_batch_length_longer_than_buffer_is_rejected(tmp_path):
     with pytest.raises(ValueError, match='exceeds the replay buffer'):
         train(str(tmp_path), [EXAMPLE],
               UNIFORM + ['TrainerConfig.mini_batch_length=40'])
+
+
+def test_jit_compiled_updates_train_and_stop_on_nan(tmp_path):
+    result = train(str(tmp_path / 'a'), [EXAMPLE],
+                   UNIFORM + ['TrainerConfig.jit_compile=True'])
+    assert result['iterations'] == 4
+    gin.clear_config()
+    from alf_rl.trainers.trainer import TrainingError
+    with pytest.raises(TrainingError, match='non-finite loss'):
+        train(str(tmp_path / 'b'), [EXAMPLE], UNIFORM + [
+            'TrainerConfig.jit_compile=True',
+            'ActorCriticLoss.td_loss_weight=1e400'
+        ])
