@@ -39,7 +39,8 @@ from alf_rl.ops import distributions as dist_ops
 from alf_rl.ops.losses import element_wise_squared_loss
 from alf_rl.ops.target_ops import PeriodicSoftUpdate
 from alf_rl.utils import nest as nest_utils
-from alf_rl.utils.common import make_stateless_seed
+from alf_rl.utils.common import (check_feed_forward, make_stateless_seed,
+                                 ou_noise_state_spec)
 
 DdpgRolloutState = namedtuple(
     'DdpgRolloutState',
@@ -223,16 +224,10 @@ class DdpgAlgorithm(OffPolicyAlgorithm):
             critic_network_ctor((observation_spec, action_spec))
             for _ in range(num_critic_replicas)
         ]
-        for net in [actor_network] + critic_networks:
-            if tf.nest.flatten(net.state_spec):
-                raise ValueError(
-                    "%s: only feed-forward networks are supported, but %s "
-                    "has state_spec %s" % (name, net.name, net.state_spec))
+        check_feed_forward(name, [actor_network] + critic_networks)
         if exploration_noise == 'ou':
             rollout_state_spec = DdpgRolloutState(
-                ou_noise=tf.nest.map_structure(
-                    lambda s: tf.TensorSpec(s.shape, tf.float32),
-                    action_spec))
+                ou_noise=ou_noise_state_spec(action_spec))
         else:
             rollout_state_spec = DdpgRolloutState()
         super().__init__(observation_spec,

@@ -50,7 +50,7 @@ from alf_rl.ops import losses
 from alf_rl.ops.target_ops import PeriodicSoftUpdate
 from alf_rl.ops.value_ops import discounted_return
 from alf_rl.specs import is_bounded, is_discrete, num_discrete_actions
-from alf_rl.utils.common import make_stateless_seed
+from alf_rl.utils.common import check_feed_forward, make_stateless_seed
 
 DqnInfo = namedtuple(
     'DqnInfo',
@@ -200,9 +200,7 @@ class DqnAlgorithm(OffPolicyAlgorithm):
             raise ValueError("%s: gamma must be in [0, 1], got %r" %
                              (name, gamma))
         q_network = q_network_ctor(observation_spec, action_spec)
-        if q_network.state_spec != ():
-            raise ValueError("%s: recurrent Q networks are not supported "
-                             "(state_spec %s)" % (name, q_network.state_spec))
+        check_feed_forward(name, [q_network])
         super().__init__(observation_spec, action_spec, optimizer=optimizer,
                          name=name, **kwargs)
         self._q_network = q_network

@@ -51,7 +51,7 @@ from alf_rl.networks import (ActorDistributionNetwork, CriticNetwork,
 from alf_rl.ops import distributions as dist_ops
 from alf_rl.ops.losses import element_wise_squared_loss
 from alf_rl.ops.target_ops import PeriodicSoftUpdate
-from alf_rl.utils.common import make_stateless_seed
+from alf_rl.utils.common import check_feed_forward, make_stateless_seed
 
 SacInfo = namedtuple(
     'SacInfo',
@@ -273,12 +273,7 @@ class SacAlgorithm(OffPolicyAlgorithm):
             critic_network_ctor = critic_network_ctor or QNetwork
             critic1 = critic_network_ctor(observation_spec, action_spec)
         critic2 = critic1.copy(name='critic2')
-        for net in (actor_network, critic1):
-            if tf.nest.flatten(net.state_spec):
-                raise ValueError(
-                    "SacAlgorithm: network %s is recurrent (state_spec %s); "
-                    "only feed-forward networks are supported" %
-                    (net.name, net.state_spec))
+        check_feed_forward('SacAlgorithm', (actor_network, critic1))
         super().__init__(observation_spec,
                          action_spec,
                          optimizer=optimizer,

@@ -39,7 +39,8 @@ from alf_rl.networks import ActorNetwork, CriticNetwork
 from alf_rl.ops import distributions as dist_ops
 from alf_rl.ops.losses import element_wise_squared_loss
 from alf_rl.ops.target_ops import PeriodicSoftUpdate
-from alf_rl.utils.common import make_stateless_seed
+from alf_rl.utils.common import (check_feed_forward, make_stateless_seed,
+                                 ou_noise_state_spec)
 
 SarsaRolloutState = namedtuple(
     'SarsaRolloutState',
@@ -139,16 +140,10 @@ class SarsaAlgorithm(OffPolicyAlgorithm):
                              (name, gamma))
         actor_network = actor_network_ctor(observation_spec, action_spec)
         critic_network = critic_network_ctor((observation_spec, action_spec))
-        for net in (actor_network, critic_network):
-            if tf.nest.flatten(net.state_spec):
-                raise ValueError(
-                    "%s: only feed-forward networks are supported, but %s "
-                    "has state_spec %s" % (name, net.name, net.state_spec))
+        check_feed_forward(name, (actor_network, critic_network))
         if exploration_noise == 'ou':
             rollout_state_spec = SarsaRolloutState(
-                ou_noise=tf.nest.map_structure(
-                    lambda s: tf.TensorSpec(s.shape, tf.float32),
-                    action_spec))
+                ou_noise=ou_noise_state_spec(action_spec))
         else:
             rollout_state_spec = SarsaRolloutState()
         super().__init__(observation_spec,

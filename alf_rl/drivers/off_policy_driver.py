@@ -7,6 +7,8 @@ Training is separate (``OffPolicyAlgorithm.train`` on replayed batches,
 driven by ``OffPolicyTrainer``).
 """
 
+import tensorflow as tf
+
 from alf_rl.drivers.driver import Driver
 
 
@@ -35,11 +37,39 @@ class SyncOffPolicyDriver(Driver):
                          exp_observers=[replayer.observe],
                          use_tf_functions=use_tf_functions)
         self._replayer = replayer
+        self._run_and_train_fn = None
 
     @property
     def replayer(self):
         """The replayer experience goes to."""
         return self._replayer
+
+    def run_and_train(self, num_steps, train_fn):
+        """Collects ``num_steps`` batched steps, then calls ``train_fn()``,
+        in one compiled call (saves a function call per iteration).
+
+        Args:
+            num_steps: steps per environment.
+            train_fn: a callable with no arguments returning a nest of
+                tensors (e.g. a ``LossInfo``); fixed at the first call.
+        Returns:
+            What ``train_fn`` returned.
+        """
+        if self._time_step is None:
+            self.reset()
+        if self._run_and_train_fn is None:
+
+            def _fn(time_step, policy_state, num_steps):
+                time_step, policy_state = self._rollout_loop(
+                    time_step, policy_state, num_steps)
+                return time_step, policy_state, train_fn()
+
+            self._run_and_train_fn = (tf.function(_fn, autograph=False)
+                                      if self._use_tf_functions else _fn)
+        self._time_step, self._policy_state, result = self._run_and_train_fn(
+            self._time_step, self._policy_state,
+            tf.constant(num_steps, tf.int32))
+        return result
 
     def run(self, num_steps):
         """Collects ``num_steps`` batched steps (``num_steps * B`` env steps).

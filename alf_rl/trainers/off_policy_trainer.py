@@ -54,8 +54,6 @@ class OffPolicyTrainer(Trainer):
                 prioritized=c.prioritized_replay)
         self._check_batch_sizes(batch_size)
         self._algorithm.build_optimizers()
-        self._train_fn = (tf.function(self._train, autograph=False)
-                          if c.use_tf_functions else self._train)
         # XLA compiles the update (not the replay sampling, whose resource
         # gathers XLA cannot compile): ~1.7x faster SAC updates on CPU.
         self._update_fn = (tf.function(self._update, autograph=False,
@@ -169,8 +167,7 @@ class OffPolicyTrainer(Trainer):
         first = int(self._iteration.numpy()) == 0 and c.initial_collect_steps
         if first and not self._restored_replay_data():
             self._driver.run(max(c.initial_collect_steps // batch_size, 1))
-        self._driver.run(c.unroll_length)
-        return self._train_fn()
+        return self._driver.run_and_train(c.unroll_length, self._train)
 
     def _restored_replay_data(self):
         buffer = getattr(self._replayer, 'buffer', None)

@@ -96,3 +96,24 @@ def trace_outputs(fn, *input_specs):
 
     tf.function(_wrapped, autograph=False).get_concrete_function(*input_specs)
     return captured[0]
+
+
+def check_feed_forward(owner, networks):
+    """Raises ``ValueError`` if any of ``networks`` keeps a recurrent state.
+
+    Args:
+        owner: name of the algorithm, for the message.
+        networks: iterable of networks with a ``state_spec``.
+    """
+    for net in networks:
+        if tf.nest.flatten(net.state_spec):
+            raise ValueError(
+                "%s: network %s is recurrent (state_spec %s); only "
+                "feed-forward networks are supported" %
+                (owner, net.name, net.state_spec))
+
+
+def ou_noise_state_spec(action_spec):
+    """float32 specs shaped like ``action_spec``: one OU process per action."""
+    return tf.nest.map_structure(lambda s: tf.TensorSpec(s.shape, tf.float32),
+                                 action_spec)
