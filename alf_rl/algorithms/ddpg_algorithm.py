@@ -134,7 +134,51 @@ def half_range(spec):
     return tf.constant((high - low) / 2., tf.float32)
 
 
-def _leaf_seeds(n):
+def check_exploration_args(name, exploration_noise, noise_stddev):
+    """Validates exploration settings shared by DDPG, TD3 and SARSA."""
+    if exploration_noise not in ('gaussian', 'ou'):
+        raise ValueError("%s: exploration_noise must be 'gaussian' or "
+                         "'ou', got %r" % (name, exploration_noise))
+    if noise_stddev < 0:
+        raise ValueError("%s: noise_stddev must be >= 0, got %r" %
+                         (name, noise_stddev))
+
+
+def add_exploration_noise(action, ou_noise, action_spec, half_ranges, kind,
+                          stddev, damping):
+    """Adds Gaussian or Ornstein-Uhlenbeck noise scaled by half-ranges.
+
+    Args:
+        action: nest of [B, ...] deterministic actions.
+        ou_noise: nest like ``action``, the OU processes' state (ignored
+            for Gaussian noise).
+        action_spec: the action spec nest.
+        half_ranges: list (one per action leaf) of half action ranges.
+        kind: 'gaussian' or 'ou'.
+        stddev: noise scale in units of the half range.
+        damping: OU damping (theta).
+    Returns:
+        ``(noisy action nest, new ou_noise nest or None)``.
+    """
+    flat_action = tf.nest.flatten(action)
+    seeds = leaf_seeds(len(flat_action))
+    new_ou = None
+    if kind == 'ou':
+        noise = [
+            ou_step(x, damping, stddev, s)
+            for x, s in zip(tf.nest.flatten(ou_noise), seeds)
+        ]
+        new_ou = tf.nest.pack_sequence_as(action_spec, noise)
+    else:
+        noise = [
+            tf.random.stateless_normal(tf.shape(a), s, stddev=stddev)
+            for a, s in zip(flat_action, seeds)
+        ]
+    noisy = [a + n * r for a, n, r in zip(flat_action, noise, half_ranges)]
+    return tf.nest.pack_sequence_as(action_spec, noisy), new_ou
+
+
+def leaf_seeds(n):
     """``n`` independent [2] int32 stateless seeds (one per action leaf)."""
     if n == 1:
         return [make_stateless_seed()]
@@ -210,15 +254,10 @@ class DdpgAlgorithm(OffPolicyAlgorithm):
                  name='DdpgAlgorithm',
                  **kwargs):
         check_continuous_action_spec(action_spec, name)
-        if exploration_noise not in ('gaussian', 'ou'):
-            raise ValueError("%s: exploration_noise must be 'gaussian' or "
-                             "'ou', got %r" % (name, exploration_noise))
+        check_exploration_args(name, exploration_noise, noise_stddev)
         if num_critic_replicas < 1:
             raise ValueError("%s: num_critic_replicas must be >= 1, got %r" %
                              (name, num_critic_replicas))
-        if noise_stddev < 0:
-            raise ValueError("%s: noise_stddev must be >= 0, got %r" %
-                             (name, noise_stddev))
         actor_network = actor_network_ctor(observation_spec, action_spec)
         critic_networks = [
             critic_network_ctor((observation_spec, action_spec))
@@ -323,24 +362,11 @@ class DdpgAlgorithm(OffPolicyAlgorithm):
             ``PolicyStep(action [B, ...], DdpgRolloutState, info=())``.
         """
         action, _ = self._actor_network(time_step.observation)
-        if self._exploration_noise == 'ou':
-            seeds = _leaf_seeds(len(self._half_range))
-            flat = [
-                ou_step(x, self._ou_damping, self._noise_stddev, s)
-                for x, s in zip(tf.nest.flatten(state.ou_noise), seeds)
-            ]
-            ou_noise = tf.nest.pack_sequence_as(self._action_spec, flat)
+        action, ou_noise = add_exploration_noise(
+            action, state.ou_noise, self._action_spec, self._half_range,
+            self._exploration_noise, self._noise_stddev, self._ou_damping)
+        if ou_noise is not None:
             state = DdpgRolloutState(ou_noise=ou_noise)
-            action = tf.nest.map_structure(
-                lambda a, n, r: a + n * r, action, ou_noise,
-                tf.nest.pack_sequence_as(self._action_spec,
-                                         self._half_range))
-        else:
-            seeds = iter(_leaf_seeds(len(self._half_range)))
-            action = self._scaled(
-                lambda a, r: a + tf.random.stateless_normal(
-                    tf.shape(a), next(seeds), stddev=self._noise_stddev) * r,
-                action)
         return PolicyStep(action=self._to_spec(action), state=state)
 
     def train_step(self, exp, state):

@@ -30,17 +30,18 @@ import gin
 import tensorflow as tf
 
 from alf_rl import specs as alf_specs
-from alf_rl.algorithms.ddpg_algorithm import (check_continuous_action_spec,
+from alf_rl.algorithms.ddpg_algorithm import (add_exploration_noise,
+                                              check_continuous_action_spec,
+                                              check_exploration_args,
                                               dqda_loss, half_range,
-                                              one_step_td_target, ou_step)
+                                              one_step_td_target)
 from alf_rl.algorithms.off_policy_algorithm import OffPolicyAlgorithm
 from alf_rl.data_structures import LossInfo, PolicyStep, namedtuple
 from alf_rl.networks import ActorNetwork, CriticNetwork
 from alf_rl.ops import distributions as dist_ops
 from alf_rl.ops.losses import element_wise_squared_loss
 from alf_rl.ops.target_ops import PeriodicSoftUpdate
-from alf_rl.utils.common import (check_feed_forward, make_stateless_seed,
-                                 ou_noise_state_spec)
+from alf_rl.utils.common import check_feed_forward, ou_noise_state_spec
 
 SarsaRolloutState = namedtuple(
     'SarsaRolloutState',
@@ -68,14 +69,6 @@ SarsaLossInfo = namedtuple(
         'td_error',  # [T, B] float32 y_t - Q(s_t, a_t); 0 on the last row
     ],
     default_value=())
-
-
-def _seeds(n):
-    """``n`` [2] int32 stateless seeds."""
-    if n == 1:
-        return [make_stateless_seed()]
-    return tf.unstack(tf.random.experimental.stateless_split(
-        make_stateless_seed(), n))
 
 
 @gin.configurable
@@ -129,12 +122,7 @@ class SarsaAlgorithm(OffPolicyAlgorithm):
                  name='SarsaAlgorithm',
                  **kwargs):
         check_continuous_action_spec(action_spec, name)
-        if exploration_noise not in ('gaussian', 'ou'):
-            raise ValueError("%s: exploration_noise must be 'gaussian' or "
-                             "'ou', got %r" % (name, exploration_noise))
-        if noise_stddev < 0:
-            raise ValueError("%s: noise_stddev must be >= 0, got %r" %
-                             (name, noise_stddev))
+        check_exploration_args(name, exploration_noise, noise_stddev)
         if not 0.0 <= gamma <= 1.0:
             raise ValueError("%s: gamma must be in [0, 1], got %r" %
                              (name, gamma))
@@ -206,24 +194,11 @@ class SarsaAlgorithm(OffPolicyAlgorithm):
             ``PolicyStep(action [B, ...], SarsaRolloutState, ())``.
         """
         action, _ = self._actor_network(time_step.observation)
-        flat_action = tf.nest.flatten(action)
-        seeds = _seeds(len(flat_action))
-        if self._exploration_noise == 'ou':
-            noise = [
-                ou_step(x, self._ou_damping, self._noise_stddev, s)
-                for x, s in zip(tf.nest.flatten(state.ou_noise), seeds)
-            ]
-            state = SarsaRolloutState(ou_noise=tf.nest.pack_sequence_as(
-                self._action_spec, noise))
-        else:
-            noise = [
-                tf.random.stateless_normal(tf.shape(a), s,
-                                           stddev=self._noise_stddev)
-                for a, s in zip(flat_action, seeds)
-            ]
-        flat = [a + n * r for a, n, r in zip(flat_action, noise,
-                                             self._half_range)]
-        action = tf.nest.pack_sequence_as(self._action_spec, flat)
+        action, ou_noise = add_exploration_noise(
+            action, state.ou_noise, self._action_spec, self._half_range,
+            self._exploration_noise, self._noise_stddev, self._ou_damping)
+        if ou_noise is not None:
+            state = SarsaRolloutState(ou_noise=ou_noise)
         return PolicyStep(action=self._to_spec(action), state=state)
 
     def train_step(self, exp, state):

@@ -31,7 +31,7 @@ import tensorflow as tf
 
 from alf_rl import specs as alf_specs
 from alf_rl.algorithms.algorithm import reduce_loss_info
-from alf_rl.algorithms.ddpg_algorithm import DdpgAlgorithm, _leaf_seeds
+from alf_rl.algorithms.ddpg_algorithm import DdpgAlgorithm, leaf_seeds
 from alf_rl.utils.common import valid_step_mask
 from alf_rl.utils.nest import flatten_with_path
 
@@ -139,7 +139,7 @@ class Td3Algorithm(DdpgAlgorithm):
         """``clip(mu'(s') + clipped noise)`` (target policy smoothing)."""
         action, _ = self._target_actor_network(observation)
         flat = tf.nest.flatten(action)
-        seeds = _leaf_seeds(len(flat))
+        seeds = leaf_seeds(len(flat))
         flat = [
             smoothed_target_action(a, r, self._target_policy_noise,
                                    self._target_policy_noise_clip, s)
