@@ -386,10 +386,8 @@ class SacAlgorithm(OffPolicyAlgorithm):
         q1, _ = self._critic1((observation, critic_input_action))
         q2, _ = self._critic2((observation, critic_input_action))
 
-        target_q1, _ = self._target_critic1((observation, action))
-        target_q2, _ = self._target_critic2((observation, action))
-        target_value = tf.stop_gradient(
-            tf.minimum(target_q1, target_q2) - alpha * log_pi)
+        target_value = self._continuous_target_value(observation, action,
+                                                     log_pi, alpha)
 
         # dQ/da with the critics' variables out of the outer tape's reach:
         # only stop_gradient(dqda) enters the actor loss.
@@ -443,11 +441,8 @@ class SacAlgorithm(OffPolicyAlgorithm):
         q1 = tf.gather(q1_all, index, axis=-1, batch_dims=1)
         q2 = tf.gather(q2_all, index, axis=-1, batch_dims=1)
 
-        target_q1, _ = self._target_critic1(observation)
-        target_q2, _ = self._target_critic2(observation)
-        target_value = tf.stop_gradient(
-            discrete_soft_value(probs, log_probs,
-                                tf.minimum(target_q1, target_q2), alpha))
+        target_value = self._discrete_target_value(observation, probs,
+                                                   log_probs, alpha)
 
         actor_loss = discrete_actor_loss(probs, log_probs,
                                          tf.minimum(q1_all, q2_all), alpha)
@@ -463,6 +458,21 @@ class SacAlgorithm(OffPolicyAlgorithm):
                                        actor_loss=actor_loss,
                                        alpha_loss=alpha_loss,
                                        entropy=entropy))
+
+    def _continuous_target_value(self, observation, action, log_pi, alpha):
+        """[B] soft value min_i Q'_i(s, a) - alpha log pi(a|s), no gradient."""
+        target_q1, _ = self._target_critic1((observation, action))
+        target_q2, _ = self._target_critic2((observation, action))
+        return tf.stop_gradient(
+            tf.minimum(target_q1, target_q2) - alpha * log_pi)
+
+    def _discrete_target_value(self, observation, probs, log_probs, alpha):
+        """[B] soft value sum_a pi (min_i Q'_i - alpha log pi), no gradient."""
+        target_q1, _ = self._target_critic1(observation)
+        target_q2, _ = self._target_critic2(observation)
+        return tf.stop_gradient(
+            discrete_soft_value(probs, log_probs,
+                                tf.minimum(target_q1, target_q2), alpha))
 
     def bootstrap_step(self, exp, state):
         """Only the target value at s_t (the last row of a sequence).
@@ -484,11 +494,8 @@ class SacAlgorithm(OffPolicyAlgorithm):
         if self._discrete:
             dist = tf.nest.flatten(dist)[0]
             log_probs = self._all_log_probs(dist)
-            target_q1, _ = self._target_critic1(observation)
-            target_q2, _ = self._target_critic2(observation)
-            target_value = discrete_soft_value(
-                tf.exp(log_probs), log_probs,
-                tf.minimum(target_q1, target_q2), alpha)
+            target_value = self._discrete_target_value(
+                observation, tf.exp(log_probs), log_probs, alpha)
             action = tf.nest.pack_sequence_as(
                 self.action_spec, [dist.sample(seed=make_stateless_seed())])
             action = self._actions_in_spec(action)
@@ -496,10 +503,8 @@ class SacAlgorithm(OffPolicyAlgorithm):
             action = dist_ops.sample_action_distribution(
                 dist, seed=make_stateless_seed())
             log_pi = dist_ops.log_prob(dist, action)
-            target_q1, _ = self._target_critic1((observation, action))
-            target_q2, _ = self._target_critic2((observation, action))
-            target_value = tf.minimum(target_q1, target_q2) - alpha * log_pi
-        target_value = tf.stop_gradient(target_value)
+            target_value = self._continuous_target_value(
+                observation, action, log_pi, alpha)
         zeros = tf.zeros_like(target_value)
         return PolicyStep(action=action,
                           state=state,
