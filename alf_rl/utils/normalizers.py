@@ -1,0 +1,201 @@
+"""Running normalizers whose statistics live in TF variables (checkpointed).
+
+``update(x)`` folds a batch into the running statistics; ``normalize(x)``
+returns ``(x - mean) / sqrt(var + epsilon)``, optionally clipped. Both work
+eagerly and inside ``tf.function``/``tf.while_loop``. The statistics are
+``tf.Variable``s created in the constructor from a (nested) spec, so a
+``tf.train.Checkpoint`` of the normalizer restores them and a checkpoint of
+a different spec fails to restore with a shape error.
+"""
+
+import gin
+import tensorflow as tf
+
+from alf_rl.utils.nest import check_nest_matches_spec
+
+
+class _Normalizer(tf.Module):
+    """Shared machinery: per-leaf mean/variance variables and normalize().
+
+    Args:
+        tensor_spec: nest of ``tf.TensorSpec`` of one element (no batch).
+        clip_value: if > 0, clip normalized values to [-clip, clip].
+        epsilon: added to the variance before the square root.
+    """
+
+    def __init__(self, tensor_spec, clip_value=0.0, epsilon=1e-8,
+                 name='Normalizer'):
+        super().__init__(name=name)
+        self._spec = tensor_spec
+        self._clip_value = float(clip_value)
+        self._epsilon = float(epsilon)
+        with self.name_scope:
+            self._means = [
+                tf.Variable(tf.zeros(s.shape, tf.float32), trainable=False,
+                            name='mean%d' % i)
+                for i, s in enumerate(tf.nest.flatten(tensor_spec))
+            ]
+            self._vars = [
+                tf.Variable(tf.ones(s.shape, tf.float32), trainable=False,
+                            name='var%d' % i)
+                for i, s in enumerate(tf.nest.flatten(tensor_spec))
+            ]
+
+    def _flat(self, nest, outer_rank):
+        check_nest_matches_spec(nest, self._spec, 'normalizer input',
+                                outer_rank=outer_rank, check_dtype=False)
+        return [tf.cast(x, tf.float32) for x in tf.nest.flatten(nest)]
+
+    @property
+    def mean(self):
+        """Nest of the running means (shaped like the spec)."""
+        return tf.nest.pack_sequence_as(self._spec,
+                                        [m.read_value() for m in self._means])
+
+    @property
+    def variance(self):
+        """Nest of the running variances (shaped like the spec)."""
+        return tf.nest.pack_sequence_as(self._spec,
+                                        [v.read_value() for v in self._vars])
+
+    def normalize(self, nest, outer_rank=1):
+        """Normalizes a nest with the current statistics (no update).
+
+        Args:
+            nest: nest of tensors with ``outer_rank`` leading dims
+                ([B, ...] or [B, T, ...]) matching the spec.
+            outer_rank: number of leading dims.
+        Returns:
+            float32 nest, same structure and shapes.
+        """
+        flat = []
+        for x, m, v in zip(self._flat(nest, outer_rank), self._means,
+                           self._vars):
+            y = (x - m) / tf.sqrt(v + self._epsilon)
+            if self._clip_value > 0:
+                y = tf.clip_by_value(y, -self._clip_value, self._clip_value)
+            flat.append(y)
+        return tf.nest.pack_sequence_as(self._spec, flat)
+
+
+@gin.configurable
+class StreamingMeanVarNormalizer(_Normalizer):
+    """Exact running mean/variance over every element seen (Chan et al.).
+
+    Args:
+        tensor_spec: nest of ``tf.TensorSpec`` of one element.
+        clip_value: clip normalized values to [-clip, clip] if > 0.
+        epsilon: variance floor.
+    """
+
+    def __init__(self, tensor_spec, clip_value=0.0, epsilon=1e-8,
+                 name='StreamingMeanVarNormalizer'):
+        super().__init__(tensor_spec, clip_value, epsilon, name)
+        with self.name_scope:
+            self._count = tf.Variable(0.0, dtype=tf.float64, trainable=False,
+                                      name='count')
+
+    @property
+    def count(self):
+        """[] float64 number of elements folded in."""
+        return self._count.read_value()
+
+    def update(self, nest, outer_rank=1):
+        """Folds a batch into the statistics (parallel-variance update).
+
+        Args:
+            nest: nest of tensors with ``outer_rank`` leading dims.
+            outer_rank: number of leading dims reduced over.
+        """
+        flat = self._flat(nest, outer_rank)
+        axes = list(range(outer_rank))
+        n_b = tf.cast(tf.reduce_prod(tf.shape(flat[0])[:outer_rank]),
+                      tf.float64)
+        n_a = self._count.read_value()
+        total = n_a + n_b
+        w_b = tf.cast(n_b / tf.maximum(total, 1.0), tf.float32)
+        w_a = tf.cast(n_a / tf.maximum(total, 1.0), tf.float32)
+        for x, m, v in zip(flat, self._means, self._vars):
+            mean_b, var_b = tf.nn.moments(x, axes)
+            delta = mean_b - m
+            new_mean = m + delta * w_b
+            # M2 / total: (var_a n_a + var_b n_b + delta^2 n_a n_b / total)
+            new_var = var_b * w_b + v * w_a + tf.square(delta) * w_a * w_b
+            m.assign(new_mean)
+            v.assign(new_var)
+        self._count.assign(total)
+
+
+@gin.configurable
+class EMAMeanVarNormalizer(_Normalizer):
+    """Exponential-moving mean/variance (recent data weigh more).
+
+    mean <- mean + r (batch_mean - mean);
+    var <- (1 - r) (var + r (batch_mean - mean)^2) + r batch_var.
+
+    Args:
+        tensor_spec: nest of ``tf.TensorSpec`` of one element.
+        update_rate: r in (0, 1].
+        clip_value: clip normalized values to [-clip, clip] if > 0.
+        epsilon: variance floor.
+    """
+
+    def __init__(self, tensor_spec, update_rate=1e-3, clip_value=0.0,
+                 epsilon=1e-8, name='EMAMeanVarNormalizer'):
+        if not 0.0 < update_rate <= 1.0:
+            raise ValueError("update_rate must be in (0, 1], got %s" %
+                             update_rate)
+        super().__init__(tensor_spec, clip_value, epsilon, name)
+        self._rate = float(update_rate)
+        with self.name_scope:
+            self._initialized = tf.Variable(False, trainable=False,
+                                            name='initialized')
+
+    def update(self, nest, outer_rank=1):
+        """Moves the statistics towards those of a batch.
+
+        The first batch sets them directly (no bias towards the zero/one
+        initial values).
+        """
+        rate = tf.where(self._initialized, self._rate, 1.0)
+        for x, m, v in zip(self._flat(nest, outer_rank), self._means,
+                           self._vars):
+            mean_b, var_b = tf.nn.moments(x, list(range(outer_rank)))
+            delta = mean_b - m
+            m.assign(m + rate * delta)
+            v.assign((1.0 - rate) * (v + rate * tf.square(delta)) +
+                     rate * var_b)
+        self._initialized.assign(True)
+
+
+@gin.configurable
+class AdaptiveScalarNormalizer(EMAMeanVarNormalizer):
+    """EMA normalizer of a scalar per step (e.g. rewards, [B] or [B, T]).
+
+    Args:
+        update_rate: EMA rate.
+        clip_value: clip normalized values to [-clip, clip] if > 0.
+        center_mean: subtract the mean (False: only scale, which keeps the
+            sign of rewards, as reward normalization usually wants).
+    """
+
+    def __init__(self, update_rate=1e-3, clip_value=0.0, center_mean=False,
+                 name='AdaptiveScalarNormalizer'):
+        super().__init__(tf.TensorSpec((), tf.float32), update_rate,
+                         clip_value, name=name)
+        self._center_mean = center_mean
+
+    def normalize(self, x, outer_rank=None):
+        """Normalizes [B] or [B, T] scalars (any outer rank)."""
+        x = tf.cast(x, tf.float32)
+        mean, var = self._means[0], self._vars[0]
+        y = ((x - mean) if self._center_mean else x) / tf.sqrt(var +
+                                                              self._epsilon)
+        if self._clip_value > 0:
+            y = tf.clip_by_value(y, -self._clip_value, self._clip_value)
+        return y
+
+    def update(self, x, outer_rank=None):
+        """Folds [B] or [B, T] scalars into the statistics."""
+        x = tf.cast(x, tf.float32)
+        super().update(x, outer_rank=x.shape.rank)
