@@ -10,7 +10,9 @@ time in a ``tf.while_loop`` writing ``TrainingInfo`` rows into
 
 As in the on-policy driver, the last row of every sequence only bootstraps
 the rows before it: losses are padded with zeros there and it is masked, as
-are LAST steps.
+are LAST steps. Algorithms whose targets are all computed beforehand in
+``preprocess_experience`` (PPO) set ``last_row_only_bootstraps = False``:
+then every row is trained and sequences may be one step long.
 """
 
 import tensorflow as tf
@@ -19,7 +21,8 @@ from alf_rl.algorithms.rl_algorithm import RLAlgorithm
 from alf_rl.data_structures import Experience, TrainingInfo
 from alf_rl.ops import distributions as dist_ops
 from alf_rl.specs import add_outer_dims, time_step_spec
-from alf_rl.utils.common import (reset_state_if_necessary, trace_outputs,
+from alf_rl.utils.common import (make_stateless_seed,
+                                 reset_state_if_necessary, trace_outputs,
                                  valid_step_mask)
 
 
@@ -39,6 +42,12 @@ class ReplayTrainingMixin(object):
 
     _use_rollout_state = False
     _rollout_info_spec = None
+    #: Whether the last row of every training sequence only bootstraps the
+    #: rows before it (it runs ``bootstrap_step`` and its loss is masked, so
+    #: sequences need >= 2 steps). ``False`` for algorithms whose targets
+    #: come precomputed from ``preprocess_experience`` (PPO): every row runs
+    #: ``train_step`` and counts, and ``mini_batch_length`` may be 1.
+    last_row_only_bootstraps = True
     _train_info_spec = None
 
     @property
@@ -135,9 +144,11 @@ class ReplayTrainingMixin(object):
             num_updates: passes (epochs) over the sequences.
             mini_batch_size: sequences per update (default: all).
             mini_batch_length: L, steps per sequence (default T); T must be
-                a multiple of L.
+                a multiple of L; L >= 2 unless ``last_row_only_bootstraps``
+                is False.
             shuffle: shuffle sequences before each pass.
-            seed: optional stateless seed for shuffling.
+            seed: optional int seed for shuffling (default: drawn from the
+                global generator).
             sample_weights: optional [B] float32 per-sequence weights (the
                 importance weights of prioritized replay); only with one
                 update over whole sequences (no mini-batching).
@@ -169,7 +180,7 @@ class ReplayTrainingMixin(object):
             raise ValueError("train: sequence length %d is not a multiple of "
                              "mini_batch_length %d" %
                              (length, mini_batch_length))
-        if mini_batch_length < 2:
+        if mini_batch_length < 2 and self.last_row_only_bootstraps:
             raise ValueError("train: mini_batch_length must be >= 2 (the "
                              "last step of a sequence only bootstraps), got "
                              "%d" % mini_batch_length)
@@ -190,18 +201,36 @@ class ReplayTrainingMixin(object):
             lambda x: tf.reshape(x, [num_sequences, mini_batch_length] +
                                  x.shape[2:].as_list()), experience)
         num_batches = num_sequences // mini_batch_size
-        loss_info = None
-        for _ in range(int(num_updates)):
+        num_steps = int(num_updates) * num_batches
+        # One permutation per pass, drawn with stateless ops (the same
+        # numbers eagerly and compiled under a fixed seed).
+        orders = []
+        for epoch in range(int(num_updates)):
             if shuffle and num_batches > 1:
-                order = tf.random.shuffle(tf.range(num_sequences), seed=seed)
-                sequences = tf.nest.map_structure(
-                    lambda x: tf.gather(x, order), sequences)
-            for b in range(num_batches):
-                batch = tf.nest.map_structure(
-                    lambda x: x[b * mini_batch_size:(b + 1) *
-                                mini_batch_size], sequences)
-                loss_info = self._update(_batch_to_time_major(batch),
-                                         sample_weights)
+                op_seed = (make_stateless_seed() if seed is None else
+                           tf.constant([seed, epoch], tf.int32))
+                orders.append(tf.argsort(tf.random.stateless_uniform(
+                    [num_sequences], op_seed)))
+            else:
+                orders.append(tf.range(num_sequences))
+        orders = tf.stack(orders)
+
+        def _step(i):
+            epoch, b = i // num_batches, i % num_batches
+            index = tf.slice(orders[epoch], [b * mini_batch_size],
+                             [mini_batch_size])
+            batch = tf.nest.map_structure(lambda x: tf.gather(x, index),
+                                          sequences)
+            return self._update(_batch_to_time_major(batch), sample_weights)
+
+        # All passes and mini-batches run in one while loop, so the update
+        # is traced twice (first step, loop body) instead of once per
+        # mini-batch (which cost ~1-2 s of tracing each).
+        loss_info = _step(tf.constant(0))
+        if num_steps > 1:
+            loss_info = tf.while_loop(lambda i, _: i < num_steps,
+                                      lambda i, _: (i + 1, _step(i)),
+                                      (tf.constant(1), loss_info))[1]
         return loss_info
 
     def _update(self, experience, sample_weights=None):
@@ -255,16 +284,20 @@ class ReplayTrainingMixin(object):
                 lambda ta, x: ta.write(t, x), tensor_arrays, row)
             return t + 1, state, tensor_arrays
 
+        # Rows run by train_step in the loop; the last one may bootstrap.
+        num_rows = length - 1 if self.last_row_only_bootstraps else length
         with tf.GradientTape(watch_accessed_variables=False,
                              persistent=persistent) as tape:
             tape.watch(variables)
             _, state, tensor_arrays = tf.while_loop(
-                lambda t, *_: t < length - 1, _body,
+                lambda t, *_: t < num_rows, _body,
                 (tf.constant(0), state, tensor_arrays),
-                maximum_iterations=length - 1)
-            _, row = _row(length - 1, state, self.bootstrap_step)
-            tensor_arrays = tf.nest.map_structure(
-                lambda ta, x: ta.write(length - 1, x), tensor_arrays, row)
+                maximum_iterations=num_rows)
+            if self.last_row_only_bootstraps:
+                _, row = _row(length - 1, state, self.bootstrap_step)
+                tensor_arrays = tf.nest.map_structure(
+                    lambda ta, x: ta.write(length - 1, x), tensor_arrays,
+                    row)
             stacked = tf.nest.map_structure(lambda ta: ta.stack(),
                                             tensor_arrays)
             training_info = stacked._replace(
@@ -273,7 +306,9 @@ class ReplayTrainingMixin(object):
                 rollout_info=dist_ops.params_to_distributions(
                     stacked.rollout_info, self._rollout_info_spec))
         valid = valid_step_mask(training_info.step_type)
-        valid = tf.concat([valid[:-1], tf.zeros_like(valid[-1:])], axis=0)
+        if self.last_row_only_bootstraps:
+            valid = tf.concat([valid[:-1], tf.zeros_like(valid[-1:])],
+                              axis=0)
         if sample_weights is not None:
             # Importance weights scale each sequence's share of the mean.
             valid = valid * tf.cast(sample_weights, tf.float32)[tf.newaxis]

@@ -69,7 +69,8 @@ class OffPolicyTrainer(Trainer):
         c = self._config
         length = c.mini_batch_length or (c.unroll_length
                                          if c.clear_replay_buffer else 2)
-        if length < 2:
+        if length < 2 and getattr(self._algorithm,
+                                  'last_row_only_bootstraps', True):
             raise ValueError("TrainerConfig.mini_batch_length must be >= 2 "
                              "(the last step of a sequence only "
                              "bootstraps), got %d" % length)
