@@ -23,6 +23,13 @@ class RLAlgorithm(Algorithm):
         observation_transformer: optional callable (or list of callables)
             ``observation nest -> observation nest`` applied in
             ``transform_timestep``.
+        observation_normalizer_ctor: optional ``(observation_spec) ->
+            normalizer`` (e.g. ``StreamingMeanVarNormalizer``); observations
+            are normalized in ``transform_timestep`` after the transformers.
+        reward_normalizer_ctor: optional ``() -> normalizer`` of scalar
+            rewards (e.g. ``AdaptiveScalarNormalizer``), applied after
+            reward shaping.
+        reward_clip_value: if set, clip (normalized) rewards to [-c, c].
         **kwargs: passed to ``Algorithm`` (state specs, optimizer, clipping,
             name).
     """
@@ -32,6 +39,9 @@ class RLAlgorithm(Algorithm):
                  action_spec,
                  reward_shaping_fn=None,
                  observation_transformer=None,
+                 observation_normalizer_ctor=None,
+                 reward_normalizer_ctor=None,
+                 reward_clip_value=None,
                  name='RLAlgorithm',
                  **kwargs):
         super().__init__(name=name, **kwargs)
@@ -43,6 +53,14 @@ class RLAlgorithm(Algorithm):
         elif callable(observation_transformer):
             observation_transformer = [observation_transformer]
         self._observation_transformers = list(observation_transformer)
+        # Statistics are updated only where drivers ask (rollout); replayed
+        # experience is normalized with them unchanged.
+        self._observation_normalizer = (
+            observation_normalizer_ctor(observation_spec)
+            if observation_normalizer_ctor else None)
+        self._reward_normalizer = (reward_normalizer_ctor()
+                                   if reward_normalizer_ctor else None)
+        self._reward_clip_value = reward_clip_value
 
     @property
     def observation_spec(self):
@@ -59,22 +77,39 @@ class RLAlgorithm(Algorithm):
         """``TimeStep`` spec (no batch dim)."""
         return time_step_spec(self._observation_spec, self._action_spec)
 
-    def transform_timestep(self, time_step):
-        """Reward shaping then observation transformers.
+    def transform_timestep(self, time_step, update_normalizers=False):
+        """Reward shaping and normalization, observation transformers and
+        normalization: the same transformation at rollout and at replay.
 
         Args:
             time_step: ``TimeStep`` or ``Experience`` with [B, ...] or
                 [B, T, ...] leaves.
+            update_normalizers: fold this batch into the normalizers'
+                statistics first (drivers do so at rollout; training on
+                replayed data does not).
         Returns:
             The same structure with transformed reward and observation.
         """
+        outer_rank = time_step.step_type.shape.rank
+        reward = time_step.reward
         if self._reward_shaping_fn is not None:
-            time_step = time_step._replace(
-                reward=self._reward_shaping_fn(time_step.reward))
+            reward = self._reward_shaping_fn(reward)
+        if self._reward_normalizer is not None:
+            if update_normalizers:
+                self._reward_normalizer.update(reward)
+            reward = self._reward_normalizer.normalize(reward)
+        if self._reward_clip_value:
+            reward = tf.clip_by_value(reward, -self._reward_clip_value,
+                                      self._reward_clip_value)
         observation = time_step.observation
         for transformer in self._observation_transformers:
             observation = transformer(observation)
-        return time_step._replace(observation=observation)
+        if self._observation_normalizer is not None:
+            if update_normalizers:
+                self._observation_normalizer.update(observation, outer_rank)
+            observation = self._observation_normalizer.normalize(
+                observation, outer_rank)
+        return time_step._replace(reward=reward, observation=observation)
 
     def train_complete(self, tape, training_info, valid_masks=None,
                        weight=1.0):

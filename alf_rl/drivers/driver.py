@@ -132,7 +132,8 @@ class Driver(object):
         initial = alg.get_initial_rollout_state(self._batch_size)
         policy_state = reset_state_if_necessary(policy_state, initial,
                                                 time_step.is_first())
-        transformed = alg.transform_timestep(time_step)
+        transformed = alg.transform_timestep(time_step,
+                                             update_normalizers=True)
         policy_step = alg.rollout(transformed, policy_state)
         action = tf.nest.map_structure(tf.stop_gradient, policy_step.action)
         return transformed, policy_step._replace(action=action), policy_state
