@@ -10,9 +10,13 @@ from alf_rl.networks.actor_distribution_network import ActorDistributionNetwork
 from alf_rl.networks.value_network import ValueNetwork
 from alf_rl.networks.critic_networks import CriticNetwork, QNetwork
 from alf_rl.networks.actor_network import ActorNetwork
+from alf_rl.networks.rnn_networks import (ActorDistributionRnnNetwork,
+                                          LSTMEncodingNetwork,
+                                          ValueRnnNetwork)
 
 __all__ = [
     'Network', 'EncodingNetwork', 'CategoricalProjectionNetwork',
     'NormalProjectionNetwork', 'ActorDistributionNetwork', 'ValueNetwork',
-    'CriticNetwork', 'QNetwork', 'ActorNetwork'
+    'CriticNetwork', 'QNetwork', 'ActorNetwork', 'LSTMEncodingNetwork',
+    'ActorDistributionRnnNetwork', 'ValueRnnNetwork'
 ]

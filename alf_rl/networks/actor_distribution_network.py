@@ -11,6 +11,44 @@ from alf_rl.networks.projection_networks import (CategoricalProjectionNetwork,
 from alf_rl.utils import nest as nest_utils
 
 
+def make_projection_networks(input_size, action_spec,
+                             discrete_projection_net_ctor,
+                             continuous_projection_net_ctor):
+    """One projection module per action leaf (``tf.nest.flatten`` order).
+
+    Args:
+        input_size: D, the size of the features fed to the projections.
+        action_spec: nest of bounded action specs.
+        discrete_projection_net_ctor: ``ctor(input_size, spec)`` for integer
+            leaves.
+        continuous_projection_net_ctor: ``ctor(input_size, spec)`` for float
+            leaves.
+
+    Returns:
+        A list of projection modules.
+
+    Raises:
+        ValueError: an action leaf with an unsupported spec (message names
+            its path).
+    """
+    projections = []
+    for path, spec in nest_utils.flatten_with_path(action_spec,
+                                                   'action_spec'):
+        if alf_specs.is_discrete(spec):
+            if not alf_specs.is_bounded(spec) or spec.dtype == tf.bool:
+                raise ValueError(
+                    "%s: a discrete action needs a BoundedTensorSpec "
+                    "with an integer dtype, got %s" % (path, spec))
+            ctor = discrete_projection_net_ctor
+        elif alf_specs.is_continuous(spec):
+            ctor = continuous_projection_net_ctor
+        else:
+            raise ValueError("%s: unsupported action dtype in %s" %
+                             (path, spec))
+        projections.append(ctor(input_size, spec))
+    return projections
+
+
 @gin.configurable
 class ActorDistributionNetwork(Network):
     """Encodes the observation, then projects it to one distribution per
@@ -74,22 +112,9 @@ class ActorDistributionNetwork(Network):
                 preprocessing_combiner=preprocessing_combiner,
                 kernel_initializer=kernel_initializer,
                 name='encoder')
-            self._projections = []
-            for path, spec in nest_utils.flatten_with_path(
-                    action_spec, 'action_spec'):
-                if alf_specs.is_discrete(spec):
-                    if not alf_specs.is_bounded(spec) or spec.dtype == tf.bool:
-                        raise ValueError(
-                            "%s: a discrete action needs a BoundedTensorSpec "
-                            "with an integer dtype, got %s" % (path, spec))
-                    ctor = discrete_projection_net_ctor
-                elif alf_specs.is_continuous(spec):
-                    ctor = continuous_projection_net_ctor
-                else:
-                    raise ValueError("%s: unsupported action dtype in %s" %
-                                     (path, spec))
-                self._projections.append(
-                    ctor(self._encoder.output_size, spec))
+            self._projections = make_projection_networks(
+                self._encoder.output_size, action_spec,
+                discrete_projection_net_ctor, continuous_projection_net_ctor)
 
     @property
     def action_spec(self):

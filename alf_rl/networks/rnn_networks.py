@@ -1,0 +1,272 @@
+"""Recurrent (LSTM) networks: one time step per call, state carried outside.
+
+Recurrent networks take ONE step per call: observations are [B, ...] and the
+state is a nest of [B, ...] tensors. Drivers unroll time (they call the
+network once per environment step, reset state rows to the initial (zero)
+state at FIRST steps with ``reset_state_if_necessary``, and carry the state
+through the unroll, under the gradient tape for on-policy training, so the
+gradient flows back through time within one training unroll).
+
+The state of an ``LSTMEncodingNetwork`` is a tuple with one ``(h, c)`` pair
+per LSTM layer, each leaf ``tf.TensorSpec([lstm_size[i]], tf.float32)``.
+"""
+
+import gin
+import tensorflow as tf
+import tf_keras
+
+from alf_rl.networks.actor_distribution_network import \
+    make_projection_networks
+from alf_rl.networks.encoding_network import EncodingNetwork
+from alf_rl.networks.network import Network, _ctor_args, make_initializer
+from alf_rl.networks.projection_networks import (CategoricalProjectionNetwork,
+                                                 NormalProjectionNetwork)
+
+
+def _lstm_sizes(lstm_size, name):
+    if isinstance(lstm_size, int):
+        lstm_size = (lstm_size, )
+    lstm_size = tuple(int(n) for n in lstm_size)
+    if not lstm_size or any(n < 1 for n in lstm_size):
+        raise ValueError("%s: lstm_size must be a positive int or a non-empty "
+                         "list of positive ints, got %r" % (name, lstm_size))
+    return lstm_size
+
+
+def _check_one_step(net, outer_rank):
+    if outer_rank != 1:
+        raise ValueError(
+            "%s: RNN networks take one step at a time: expected [B, ...] "
+            "observations (outer rank 1), got outer rank %d (e.g. [T, B, "
+            "...]); drivers unroll time and carry the state between calls" %
+            (net.name, outer_rank))
+
+
+@gin.configurable
+class LSTMEncodingNetwork(Network):
+    """Input ``EncodingNetwork`` -> stacked ``LSTMCell``s -> output MLP.
+
+    Args:
+        input_tensor_spec: nest of ``tf.TensorSpec`` of one observation.
+        input_fc_layer_params: hidden layer sizes before the LSTM.
+        lstm_size: int or list of ints, units of each stacked LSTM layer.
+        output_fc_layer_params: hidden layer sizes after the LSTM.
+        activation: activation of the fc (and conv) layers.
+        conv_layer_params: optional ``(filters, kernel, strides)`` list for
+            image leaves (see ``EncodingNetwork``).
+        preprocessing_combiner: see ``EncodingNetwork``.
+        kernel_initializer: initializer of the fc/conv kernels and of the
+            LSTM input kernels (``None``: Glorot-uniform).
+        last_layer_size: optional size of a final dense layer.
+        last_activation: activation of the final layer.
+        last_kernel_initializer: initializer of the final layer's kernel.
+        name: module name.
+    """
+
+    def __init__(self,
+                 input_tensor_spec,
+                 input_fc_layer_params=(64, ),
+                 lstm_size=(32, ),
+                 output_fc_layer_params=(),
+                 activation=tf.nn.relu,
+                 conv_layer_params=None,
+                 preprocessing_combiner=None,
+                 kernel_initializer=None,
+                 last_layer_size=None,
+                 last_activation=None,
+                 last_kernel_initializer=None,
+                 name='LSTMEncodingNetwork'):
+        ctor_args = _ctor_args(locals())
+        sizes = _lstm_sizes(lstm_size, name)
+        state_spec = tuple(
+            (tf.TensorSpec([n], tf.float32), tf.TensorSpec([n], tf.float32))
+            for n in sizes)
+        super().__init__(input_tensor_spec, state_spec=state_spec, name=name)
+        self._set_ctor_args(ctor_args)
+        with self.name_scope:
+            self._input_encoder = EncodingNetwork(
+                input_tensor_spec,
+                conv_layer_params=conv_layer_params,
+                fc_layer_params=input_fc_layer_params,
+                activation=activation,
+                preprocessing_combiner=preprocessing_combiner,
+                kernel_initializer=kernel_initializer,
+                name='input_encoder')
+            size = self._input_encoder.output_size
+            self._cells = []
+            for i, units in enumerate(sizes):
+                cell = tf_keras.layers.LSTMCell(
+                    units,
+                    kernel_initializer=make_initializer(kernel_initializer),
+                    name='lstm%d' % i)
+                # Build now so the variables exist after construction.
+                with tf.name_scope(cell.name):
+                    cell.build((None, size))
+                self._cells.append(cell)
+                size = units
+            self._output_encoder = EncodingNetwork(
+                tf.TensorSpec([size], tf.float32),
+                fc_layer_params=output_fc_layer_params,
+                activation=activation,
+                kernel_initializer=kernel_initializer,
+                last_layer_size=last_layer_size,
+                last_activation=last_activation,
+                last_kernel_initializer=last_kernel_initializer,
+                name='output_encoder')
+        self._output_size = self._output_encoder.output_size
+
+    @property
+    def output_size(self):
+        """int: size of the output feature."""
+        return self._output_size
+
+    def _call(self, observation, state, outer_rank):
+        """One step.
+
+        Args:
+            observation: nest of [B, ...] tensors.
+            state: nest like ``state_spec`` of [B, n] tensors; ``()`` means
+                the zero (initial) state.
+
+        Returns:
+            ``(output [B, D], new_state)``.
+
+        Raises:
+            ValueError: the observation has more than one outer dim.
+        """
+        _check_one_step(self, outer_rank)
+        h, _ = self._input_encoder(observation)
+        if not tf.nest.flatten(state):
+            batch = tf.shape(h)[0]
+            state = tf.nest.map_structure(
+                lambda s: tf.zeros(tf.concat([[batch], s.shape.as_list()], 0),
+                                   s.dtype), self._state_spec)
+        tf.nest.assert_same_structure(state, self._state_spec)
+        new_state = []
+        for cell, (h_state, c_state) in zip(self._cells, state):
+            h, (h_state, c_state) = cell(h, [h_state, c_state])
+            new_state.append((h_state, c_state))
+        out, _ = self._output_encoder(h)
+        return out, tuple(new_state)
+
+
+@gin.configurable
+class ActorDistributionRnnNetwork(Network):
+    """``LSTMEncodingNetwork`` then one projection per action leaf.
+
+    The recurrent counterpart of ``ActorDistributionNetwork`` (same
+    projection networks): ``net(observation [B, ...], state) ->
+    (distributions with batch [B], new_state)``.
+
+    Args:
+        input_tensor_spec: nest of ``tf.TensorSpec`` of one observation.
+        action_spec: nest of bounded action specs.
+        input_fc_layer_params: hidden sizes before the LSTM.
+        lstm_size: int or list of ints (stacked LSTM layers).
+        output_fc_layer_params: hidden sizes after the LSTM.
+        activation: fc activation.
+        conv_layer_params: see ``EncodingNetwork``.
+        preprocessing_combiner: see ``EncodingNetwork``.
+        kernel_initializer: see ``LSTMEncodingNetwork``.
+        discrete_projection_net_ctor: projection ctor for integer leaves.
+        continuous_projection_net_ctor: projection ctor for float leaves.
+        name: module name.
+    """
+
+    def __init__(self,
+                 input_tensor_spec,
+                 action_spec,
+                 input_fc_layer_params=(64, ),
+                 lstm_size=(32, ),
+                 output_fc_layer_params=(),
+                 activation=tf.nn.relu,
+                 conv_layer_params=None,
+                 preprocessing_combiner=None,
+                 kernel_initializer=None,
+                 discrete_projection_net_ctor=CategoricalProjectionNetwork,
+                 continuous_projection_net_ctor=NormalProjectionNetwork,
+                 name='ActorDistributionRnnNetwork'):
+        ctor_args = _ctor_args(locals())
+        super().__init__(input_tensor_spec, name=name)
+        self._set_ctor_args(ctor_args)
+        self._action_spec = action_spec
+        with self.name_scope:
+            self._encoder = LSTMEncodingNetwork(
+                input_tensor_spec,
+                input_fc_layer_params=input_fc_layer_params,
+                lstm_size=lstm_size,
+                output_fc_layer_params=output_fc_layer_params,
+                activation=activation,
+                conv_layer_params=conv_layer_params,
+                preprocessing_combiner=preprocessing_combiner,
+                kernel_initializer=kernel_initializer,
+                name='encoder')
+            self._projections = make_projection_networks(
+                self._encoder.output_size, action_spec,
+                discrete_projection_net_ctor, continuous_projection_net_ctor)
+        self._state_spec = self._encoder.state_spec
+
+    @property
+    def action_spec(self):
+        """Nest of action specs."""
+        return self._action_spec
+
+    def _call(self, observation, state, outer_rank):
+        """``(distributions with batch [B], new_state)``; one step."""
+        _check_one_step(self, outer_rank)
+        h, state = self._encoder(observation, state)
+        dists = [proj(h) for proj in self._projections]
+        return tf.nest.pack_sequence_as(self._action_spec, dists), state
+
+
+@gin.configurable
+class ValueRnnNetwork(Network):
+    """``LSTMEncodingNetwork`` with a final linear unit, squeezed.
+
+    ``net(observation [B, ...], state) -> (value [B], new_state)``.
+
+    Args:
+        input_tensor_spec: nest of ``tf.TensorSpec`` of one observation.
+        input_fc_layer_params: hidden sizes before the LSTM.
+        lstm_size: int or list of ints (stacked LSTM layers).
+        output_fc_layer_params: hidden sizes after the LSTM.
+        activation: fc activation.
+        conv_layer_params: see ``EncodingNetwork``.
+        preprocessing_combiner: see ``EncodingNetwork``.
+        kernel_initializer: see ``LSTMEncodingNetwork``.
+        name: module name.
+    """
+
+    def __init__(self,
+                 input_tensor_spec,
+                 input_fc_layer_params=(64, ),
+                 lstm_size=(32, ),
+                 output_fc_layer_params=(),
+                 activation=tf.nn.relu,
+                 conv_layer_params=None,
+                 preprocessing_combiner=None,
+                 kernel_initializer=None,
+                 name='ValueRnnNetwork'):
+        ctor_args = _ctor_args(locals())
+        super().__init__(input_tensor_spec, name=name)
+        self._set_ctor_args(ctor_args)
+        with self.name_scope:
+            self._encoder = LSTMEncodingNetwork(
+                input_tensor_spec,
+                input_fc_layer_params=input_fc_layer_params,
+                lstm_size=lstm_size,
+                output_fc_layer_params=output_fc_layer_params,
+                activation=activation,
+                conv_layer_params=conv_layer_params,
+                preprocessing_combiner=preprocessing_combiner,
+                kernel_initializer=kernel_initializer,
+                last_layer_size=1,
+                last_kernel_initializer=kernel_initializer,
+                name='encoder')
+        self._state_spec = self._encoder.state_spec
+
+    def _call(self, observation, state, outer_rank):
+        """``(value [B], new_state)``; one step."""
+        _check_one_step(self, outer_rank)
+        value, state = self._encoder(observation, state)
+        return tf.squeeze(value, -1), state
