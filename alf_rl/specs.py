@@ -267,6 +267,23 @@ def clip_to_spec(value, spec):
     return tf.nest.map_structure(_clip, value, spec)
 
 
+def cast_and_clip_to_spec(value, spec):
+    """Casts a nest of actions to the spec dtypes, then clips to the bounds.
+
+    What algorithms apply before handing actions to an environment, which
+    rejects actions outside the action spec.
+
+    Args:
+        value: nest of [B, ...] tensors.
+        spec: matching nest of specs.
+    Returns:
+        The nest in the spec's dtypes and bounds.
+    """
+    value = tf.nest.map_structure(lambda v, s: tf.cast(v, s.dtype), value,
+                                  spec)
+    return clip_to_spec(value, spec)
+
+
 def add_outer_dims(spec, outer_dims):
     """A nest of ``tf.TensorSpec`` with ``outer_dims`` prepended (None ok).
 

@@ -15,7 +15,7 @@ from alf_rl.algorithms.on_policy_algorithm import OnPolicyAlgorithm
 from alf_rl.data_structures import PolicyStep, namedtuple
 from alf_rl.networks import ActorDistributionNetwork, ValueNetwork
 from alf_rl.ops import distributions as dist_ops
-from alf_rl.specs import clip_to_spec
+from alf_rl.specs import cast_and_clip_to_spec
 from alf_rl.utils.common import make_stateless_seed
 
 ActorCriticState = namedtuple(
@@ -89,9 +89,7 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
         """
         dist, actor_state = self._actor_network(time_step.observation,
                                                 state=state.actor)
-        action = clip_to_spec(
-            dist_ops.cast_to_spec(dist_ops.mode(dist), self.action_spec),
-            self.action_spec)
+        action = cast_and_clip_to_spec(dist_ops.mode(dist), self.action_spec)
         return PolicyStep(action=action,
                           state=ActorCriticState(actor=actor_state))
 
@@ -114,8 +112,7 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
         # Continuous samples of an unsquashed normal may leave the bounds;
         # the environment only accepts actions inside the spec, so clip
         # (the clipped action is also the one whose log-prob is trained).
-        action = clip_to_spec(dist_ops.cast_to_spec(action, self.action_spec),
-                              self.action_spec)
+        action = cast_and_clip_to_spec(action, self.action_spec)
         return PolicyStep(action=action,
                           state=ActorCriticState(actor=actor_state,
                                                  value=value_state),

@@ -35,7 +35,6 @@ from alf_rl import specs as alf_specs
 from alf_rl.algorithms.off_policy_algorithm import OffPolicyAlgorithm
 from alf_rl.data_structures import LossInfo, PolicyStep, namedtuple
 from alf_rl.networks import ActorNetwork, CriticNetwork
-from alf_rl.ops import distributions as dist_ops
 from alf_rl.ops.losses import element_wise_squared_loss
 from alf_rl.ops.target_ops import PeriodicSoftUpdate
 from alf_rl.utils import nest as nest_utils
@@ -323,11 +322,6 @@ class DdpgAlgorithm(OffPolicyAlgorithm):
                                          self._half_range)]
         return tf.nest.pack_sequence_as(self._action_spec, flat)
 
-    def _to_spec(self, action):
-        return alf_specs.clip_to_spec(
-            dist_ops.cast_to_spec(action, self._action_spec),
-            self._action_spec)
-
     def _target_action(self, observation):
         """The action the target critics are evaluated at: ``mu'(s)``.
 
@@ -350,7 +344,8 @@ class DdpgAlgorithm(OffPolicyAlgorithm):
             ``PolicyStep(action [B, ...] inside the spec, (), ())``.
         """
         action, _ = self._actor_network(time_step.observation)
-        return PolicyStep(action=self._to_spec(action), state=())
+        action = alf_specs.cast_and_clip_to_spec(action, self._action_spec)
+        return PolicyStep(action=action, state=())
 
     def rollout(self, time_step, state):
         """Exploration action ``clip(mu(s) + noise)``.
@@ -367,7 +362,8 @@ class DdpgAlgorithm(OffPolicyAlgorithm):
             self._exploration_noise, self._noise_stddev, self._ou_damping)
         if ou_noise is not None:
             state = DdpgRolloutState(ou_noise=ou_noise)
-        return PolicyStep(action=self._to_spec(action), state=state)
+        action = alf_specs.cast_and_clip_to_spec(action, self._action_spec)
+        return PolicyStep(action=action, state=state)
 
     def train_step(self, exp, state):
         """Critic values, target values and the actor's dqda loss.

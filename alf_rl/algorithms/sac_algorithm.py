@@ -325,10 +325,6 @@ class SacAlgorithm(OffPolicyAlgorithm):
         return self._log_alpha
 
     # ------------------------------------------------------------ steps
-    def _actions_in_spec(self, action):
-        return alf_specs.clip_to_spec(
-            dist_ops.cast_to_spec(action, self.action_spec), self.action_spec)
-
     def predict(self, time_step, state):
         """Greedy action: the actor's mode (``tanh(mean)`` scaled, argmax).
 
@@ -339,8 +335,9 @@ class SacAlgorithm(OffPolicyAlgorithm):
             ``PolicyStep(action [B, ...], (), ())``.
         """
         dist, _ = self._actor_network(time_step.observation)
-        return PolicyStep(action=self._actions_in_spec(dist_ops.mode(dist)),
-                          state=state)
+        action = alf_specs.cast_and_clip_to_spec(dist_ops.mode(dist),
+                                                 self.action_spec)
+        return PolicyStep(action=action, state=state)
 
     def rollout(self, time_step, state):
         """Exploration action sampled from the actor.
@@ -354,7 +351,8 @@ class SacAlgorithm(OffPolicyAlgorithm):
         dist, _ = self._actor_network(time_step.observation)
         action = dist_ops.sample_action_distribution(
             dist, seed=make_stateless_seed())
-        return PolicyStep(action=self._actions_in_spec(action), state=state)
+        action = alf_specs.cast_and_clip_to_spec(action, self.action_spec)
+        return PolicyStep(action=action, state=state)
 
     def train_step(self, exp, state):
         """Recomputes critics, target value and actor/alpha losses at s_t.
@@ -449,8 +447,10 @@ class SacAlgorithm(OffPolicyAlgorithm):
         entropy = tf.stop_gradient(-tf.reduce_sum(probs * log_probs, -1))
         alpha_loss = temperature_loss(self._log_alpha, entropy,
                                       self._target_entropy)
-        action = tf.nest.pack_sequence_as(self.action_spec, [action])
-        return PolicyStep(action=self._actions_in_spec(action),
+        action = alf_specs.cast_and_clip_to_spec(
+            tf.nest.pack_sequence_as(self.action_spec, [action]),
+            self.action_spec)
+        return PolicyStep(action=action,
                           state=state,
                           info=SacInfo(critic1=q1,
                                        critic2=q2,
@@ -498,7 +498,7 @@ class SacAlgorithm(OffPolicyAlgorithm):
                 observation, tf.exp(log_probs), log_probs, alpha)
             action = tf.nest.pack_sequence_as(
                 self.action_spec, [dist.sample(seed=make_stateless_seed())])
-            action = self._actions_in_spec(action)
+            action = alf_specs.cast_and_clip_to_spec(action, self.action_spec)
         else:
             action = dist_ops.sample_action_distribution(
                 dist, seed=make_stateless_seed())

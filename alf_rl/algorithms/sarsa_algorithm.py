@@ -38,7 +38,6 @@ from alf_rl.algorithms.ddpg_algorithm import (add_exploration_noise,
 from alf_rl.algorithms.off_policy_algorithm import OffPolicyAlgorithm
 from alf_rl.data_structures import LossInfo, PolicyStep, namedtuple
 from alf_rl.networks import ActorNetwork, CriticNetwork
-from alf_rl.ops import distributions as dist_ops
 from alf_rl.ops.losses import element_wise_squared_loss
 from alf_rl.ops.target_ops import PeriodicSoftUpdate
 from alf_rl.utils.common import check_feed_forward, ou_noise_state_spec
@@ -167,11 +166,6 @@ class SarsaAlgorithm(OffPolicyAlgorithm):
         # The updater holds the target (and source) variables too.
         return ['_target_critic_network', '_target_updater']
 
-    def _to_spec(self, action):
-        return alf_specs.clip_to_spec(
-            dist_ops.cast_to_spec(action, self._action_spec),
-            self._action_spec)
-
     def predict(self, time_step, state):
         """Greedy action ``mu(s)``.
 
@@ -182,7 +176,8 @@ class SarsaAlgorithm(OffPolicyAlgorithm):
             ``PolicyStep(action [B, ...] inside the spec, (), ())``.
         """
         action, _ = self._actor_network(time_step.observation)
-        return PolicyStep(action=self._to_spec(action), state=())
+        action = alf_specs.cast_and_clip_to_spec(action, self._action_spec)
+        return PolicyStep(action=action, state=())
 
     def rollout(self, time_step, state):
         """Exploration action ``clip(mu(s) + noise * half_range)``.
@@ -199,7 +194,8 @@ class SarsaAlgorithm(OffPolicyAlgorithm):
             self._exploration_noise, self._noise_stddev, self._ou_damping)
         if ou_noise is not None:
             state = SarsaRolloutState(ou_noise=ou_noise)
-        return PolicyStep(action=self._to_spec(action), state=state)
+        action = alf_specs.cast_and_clip_to_spec(action, self._action_spec)
+        return PolicyStep(action=action, state=state)
 
     def train_step(self, exp, state):
         """Critic and target critic at the stored action; the actor loss.
