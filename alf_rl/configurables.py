@@ -13,6 +13,7 @@ import alf_rl.networks  # noqa: F401
 import alf_rl.ops.losses as _losses
 import alf_rl.trainers  # noqa: F401
 import alf_rl.utils.normalizers  # noqa: F401
+import alf_rl.utils.schedules  # noqa: F401
 
 gin.external_configurable(tf_keras.optimizers.Adam, module='tf_keras.optimizers')
 gin.external_configurable(tf_keras.optimizers.RMSprop,

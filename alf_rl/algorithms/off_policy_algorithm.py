@@ -120,6 +120,16 @@ class ReplayTrainingMixin(object):
             state=self.rollout_state_spec if self._use_rollout_state else ())
 
     # ------------------------------------------------------------ training
+    def continue_training(self, loss_info):
+        """Whether ``train`` goes on after an update (early stopping).
+
+        Args:
+            loss_info: the reduced ``LossInfo`` of the update just done.
+        Returns:
+            bool scalar tensor; the default always continues.
+        """
+        return tf.constant(True)
+
     def bootstrap_step(self, experience, state):
         """``train_step`` for the last row of a sequence (bootstrap only).
 
@@ -153,7 +163,8 @@ class ReplayTrainingMixin(object):
                 importance weights of prioritized replay); only with one
                 update over whole sequences (no mini-batching).
         Returns:
-            ``LossInfo`` (scalars) of the last update. When the algorithm's
+            ``LossInfo`` (scalars) of the last update (updates stop early
+            once ``continue_training`` says so). When the algorithm's
             per-step ``LossInfo.extra`` has a ``td_error`` field, the
             [B] priorities ``|td_error|`` of the first step of each
             sequence are available afterwards as ``self.last_priorities``
@@ -228,9 +239,11 @@ class ReplayTrainingMixin(object):
         # mini-batch (which cost ~1-2 s of tracing each).
         loss_info = _step(tf.constant(0))
         if num_steps > 1:
-            loss_info = tf.while_loop(lambda i, _: i < num_steps,
-                                      lambda i, _: (i + 1, _step(i)),
-                                      (tf.constant(1), loss_info))[1]
+            loss_info = tf.while_loop(
+                lambda i, info: tf.logical_and(
+                    i < num_steps, self.continue_training(info)),
+                lambda i, _: (i + 1, _step(i)),
+                (tf.constant(1), loss_info))[1]
         return loss_info
 
     def _update(self, experience, sample_weights=None):

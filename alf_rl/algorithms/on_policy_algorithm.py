@@ -12,7 +12,22 @@ from alf_rl.data_structures import experience_to_time_step
 
 
 class OnPolicyAlgorithm(ReplayTrainingMixin, RLAlgorithm):
-    """An ``RLAlgorithm`` whose ``train_step`` is its ``rollout``."""
+    """An ``RLAlgorithm`` whose ``train_step`` is its ``rollout``.
+
+    Args:
+        observation_spec: nest of specs of one observation.
+        action_spec: nest of specs of one action.
+        use_rollout_state: when trained from replay (PPO, off-policy
+            actor-critic) with recurrent networks: store the rollout state
+            in the experience and start each training sequence from it.
+            The on-policy driver always carries the state itself.
+        **kwargs: passed to ``RLAlgorithm``.
+    """
+
+    def __init__(self, observation_spec, action_spec, use_rollout_state=False,
+                 **kwargs):
+        super().__init__(observation_spec, action_spec, **kwargs)
+        self._use_rollout_state = bool(use_rollout_state)
 
     def train_step(self, experience, state):
         """``rollout`` on the ``TimeStep`` part of ``experience``.

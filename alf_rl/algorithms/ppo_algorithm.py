@@ -46,18 +46,55 @@ class PPOAlgorithm(ActorCriticAlgorithm):
             value_network_ctor, optimizer, **kwargs: as
             ``ActorCriticAlgorithm``.
         loss: a ``PPOLoss``; defaults to ``PPOLoss()``.
+        target_kl: if set, stop this iteration's remaining epochs and
+            mini-batches once a mini-batch's mean approximate KL
+            (``log pi_old - log pi``) exceeds ``1.5 * target_kl`` (as SB3).
+        use_rollout_state: for recurrent networks: store the rollout state
+            in the experience and start every training sequence from it
+            (then ``TrainerConfig.mini_batch_length`` must be > 1, e.g. the
+            whole unroll).
     """
 
     last_row_only_bootstraps = False
 
     def __init__(self, observation_spec, action_spec, loss=None,
-                 name='PPOAlgorithm', **kwargs):
+                 target_kl=None, name='PPOAlgorithm', **kwargs):
         loss = loss if loss is not None else PPOLoss()
         if not isinstance(loss, PPOLoss):
             raise TypeError("PPOAlgorithm: loss must be a PPOLoss, got %s" %
                             type(loss).__name__)
+        if target_kl is not None and not target_kl > 0:
+            raise ValueError("PPOAlgorithm: target_kl must be None or > 0, "
+                             "got %r" % (target_kl, ))
         super().__init__(observation_spec, action_spec, loss=loss, name=name,
                          **kwargs)
+        self._target_kl = target_kl
+        # Gradient updates so far: drives the clip schedule; checkpointed.
+        self._num_updates = tf.Variable(0, dtype=tf.int64, trainable=False,
+                                        name='num_updates')
+        loss.set_step_counter(self._num_updates)
+
+    @property
+    def num_updates(self):
+        """int64 variable: gradient updates applied so far."""
+        return self._num_updates
+
+    def after_train(self, training_info):
+        """Counts the update (then whatever the base class does)."""
+        self._num_updates.assign_add(1)
+        super().after_train(training_info)
+
+    def continue_training(self, loss_info):
+        """False once the approximate KL passes ``1.5 * target_kl``.
+
+        Args:
+            loss_info: the reduced ``LossInfo`` of the last update.
+        Returns:
+            bool scalar tensor.
+        """
+        if self._target_kl is None:
+            return tf.constant(True)
+        return loss_info.extra.approx_kl <= 1.5 * self._target_kl
 
     def rollout(self, time_step, state):
         """As ``ActorCriticAlgorithm.rollout``, with ``PPOInfo`` info.

@@ -23,6 +23,7 @@ from alf_rl.data_structures import LossInfo, namedtuple
 from alf_rl.ops import distributions as dist_ops
 from alf_rl.ops import losses
 from alf_rl.utils.common import valid_step_mask
+from alf_rl.utils.schedules import schedule_value
 
 PPOLossInfo = namedtuple(
     'PPOLossInfo',
@@ -45,7 +46,9 @@ class PPOLoss(ActorCriticLoss):
     GAE advantages and TD(lambda) returns beforehand (GAE is always on).
 
     Args:
-        importance_ratio_clipping: eps of the clipped ratio, > 0.
+        importance_ratio_clipping: eps of the clipped ratio, > 0, or a
+            schedule (e.g. ``LinearSchedule``) of the update counter that
+            ``PPOAlgorithm`` gives the loss (``set_step_counter``).
         value_clipping: if set, the value loss is the max of the unclipped
             loss and the loss of ``v_old + clip(v - v_old, -c, c)``.
         normalize_advantages: normalize advantages over the valid steps of
@@ -64,7 +67,8 @@ class PPOLoss(ActorCriticLoss):
                  advantage_clip=None,
                  entropy_regularization=None,
                  td_loss_weight=1.0):
-        if not importance_ratio_clipping > 0.0:
+        if not callable(importance_ratio_clipping) and \
+                not importance_ratio_clipping > 0.0:
             raise ValueError("importance_ratio_clipping must be > 0, got %s" %
                              importance_ratio_clipping)
         if value_clipping is not None and not value_clipping > 0.0:
@@ -81,6 +85,31 @@ class PPOLoss(ActorCriticLoss):
                          td_loss_weight=td_loss_weight)
         self._importance_ratio_clipping = importance_ratio_clipping
         self._value_clipping = value_clipping
+        self._step_counter = None
+
+    def set_step_counter(self, counter):
+        """The integer scalar variable that drives the clip schedule.
+
+        Args:
+            counter: e.g. ``PPOAlgorithm``'s count of gradient updates.
+        """
+        self._step_counter = counter
+
+    def importance_ratio_clipping(self):
+        """The current clip eps (float32 scalar tensor).
+
+        Raises:
+            ValueError: if the clip is a schedule and no step counter was
+                set.
+        """
+        clip = self._importance_ratio_clipping
+        if callable(clip) and self._step_counter is None:
+            raise ValueError(
+                "PPOLoss: importance_ratio_clipping is a schedule (%s) but no "
+                "step counter was set: use it through PPOAlgorithm, or call "
+                "set_step_counter(variable)" % type(clip).__name__)
+        step = self._step_counter if self._step_counter is not None else 0
+        return schedule_value(clip, step)
 
     @property
     def gamma(self):
@@ -130,7 +159,7 @@ class PPOLoss(ActorCriticLoss):
             dist_ops.log_prob(rollout_info.action_distribution,
                               training_info.action))
         ratio = tf.exp(log_pi - old_log_pi)
-        eps = self._importance_ratio_clipping
+        eps = self.importance_ratio_clipping()
         clipped_ratio = tf.clip_by_value(ratio, 1.0 - eps, 1.0 + eps)
         pg_loss = -tf.minimum(ratio * advantages, clipped_ratio * advantages)
 

@@ -74,6 +74,7 @@ class OffPolicyTrainer(Trainer):
             raise ValueError("TrainerConfig.mini_batch_length must be >= 2 "
                              "(the last step of a sequence only "
                              "bootstraps), got %d" % length)
+        self._check_recurrent_setting(length)
         if c.clear_replay_buffer:
             if c.unroll_length % length:
                 raise ValueError(
@@ -97,6 +98,28 @@ class OffPolicyTrainer(Trainer):
                 raise ValueError("TrainerConfig.mini_batch_size is required "
                                  "for replay-buffer training")
         self._mini_batch_length = length
+
+    def _check_recurrent_setting(self, length):
+        """Recurrent networks need their state carried into training."""
+        alg = self._algorithm
+        state = tf.nest.flatten(alg.train_state_spec)
+        if not state:
+            return
+        name = type(alg).__name__
+        shapes = [s.shape.as_list() for s in state]
+        if not getattr(alg, 'use_rollout_state', False):
+            raise ValueError(
+                "%s has recurrent state (train_state_spec shapes %s) but "
+                "use_rollout_state=False: replayed sequences would start "
+                "from a zero state in mid-episode. Set "
+                "%s.use_rollout_state = True (and mini_batch_length > 1)" %
+                (name, shapes, name))
+        if length < 2:
+            raise ValueError(
+                "TrainerConfig.mini_batch_length=%d with the recurrent %s "
+                "(state shapes %s) drops the state at every step: use "
+                "sequences, e.g. mini_batch_length = unroll_length = %d" %
+                (length, name, shapes, self._config.unroll_length))
 
     def _checkpoint_objects(self):
         return {'replayer': self._replayer}
