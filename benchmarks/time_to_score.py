@@ -50,13 +50,16 @@ def main():
             gin, 'TrainerConfig.num_updates_per_train_step', 1)
         rate = updates / max(result['train_secs'], 1e-9)
         reached = result['Metrics/AverageReturn'] >= args.threshold
+        first = result['first_iteration_secs']
         print('seed %d: %s %g: AverageReturn %.1f after %d env steps, '
-              '%.1f s after process start, %.1f s in the training loop; '
-              '%d updates, %.0f updates/s' %
+              '%.1f s after process start, %.1f s in the training loop '
+              '(first iteration, with tracing/compilation: %.1f s; the rest: '
+              '%.1f s); %d updates, %.0f updates/s' %
               (seed, 'reached' if reached else 'did NOT reach',
                args.threshold, result['Metrics/AverageReturn'],
                result['Metrics/EnvironmentSteps'], now - START,
-               result['train_secs'], updates, rate), flush=True)
+               result['train_secs'], first, result['train_secs'] - first,
+               updates, rate), flush=True)
 
 
 def _query(gin, name, default):

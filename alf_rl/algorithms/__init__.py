@@ -13,3 +13,6 @@ from alf_rl.algorithms.dqn_algorithm import DqnAlgorithm
 from alf_rl.algorithms.sarsa_algorithm import SarsaAlgorithm
 from alf_rl.algorithms.ppo_loss import PPOLoss
 from alf_rl.algorithms.ppo_algorithm import PPOAlgorithm
+from alf_rl.algorithms.entropy_target_algorithm import EntropyTargetAlgorithm
+from alf_rl.algorithms.trusted_updater import TrustedUpdater
+from alf_rl.algorithms.trac_algorithm import TracAlgorithm

@@ -49,6 +49,14 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
         loss: an ``ActorCriticLoss`` (or any callable with its signature);
             defaults to ``ActorCriticLoss()``.
         optimizer: a ``tf_keras`` optimizer for both networks.
+        entropy_target_ctor: optional ``(action_spec) ->
+            EntropyTargetAlgorithm``; its adaptive entropy bonus
+            ``-alpha H`` is added to the loss instead of the loss's constant
+            ``entropy_regularization`` (which must then be unset). Its
+            ``EntropyTargetLossInfo`` is reported in
+            ``extra.entropy_target`` when the loss's extra has that field
+            (``ActorCriticLossInfo``), and its ``-H`` in
+            ``extra.neg_entropy``.
         **kwargs: passed to ``RLAlgorithm`` (reward shaping, observation
             transformers, gradient clipping, ...).
     """
@@ -60,8 +68,16 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
                  value_network_ctor=ValueNetwork,
                  loss=None,
                  optimizer=None,
+                 entropy_target_ctor=None,
                  name='ActorCriticAlgorithm',
                  **kwargs):
+        loss = loss if loss is not None else ActorCriticLoss()
+        if (entropy_target_ctor is not None
+                and getattr(loss, 'entropy_regularization', None)):
+            raise ValueError(
+                "%s: entropy_target_ctor replaces the constant entropy bonus, "
+                "but the loss also has entropy_regularization=%s; set it to "
+                "None" % (name, loss.entropy_regularization))
         actor_network = actor_network_ctor(observation_spec, action_spec)
         value_network = value_network_ctor(observation_spec)
         state_spec = ActorCriticState(actor=actor_network.state_spec,
@@ -76,7 +92,19 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
                          **kwargs)
         self._actor_network = actor_network
         self._value_network = value_network
-        self._loss = loss if loss is not None else ActorCriticLoss()
+        self._loss = loss
+        self._entropy_target = (entropy_target_ctor(action_spec)
+                                if entropy_target_ctor is not None else None)
+
+    @property
+    def actor_network(self):
+        """The network mapping observations to action distributions."""
+        return self._actor_network
+
+    @property
+    def entropy_target(self):
+        """The ``EntropyTargetAlgorithm`` sub-algorithm, or None."""
+        return self._entropy_target
 
     def predict(self, time_step, state):
         """Greedy action (the mode of the action distribution).
@@ -120,5 +148,27 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
                                                value=value))
 
     def calc_loss(self, training_info):
-        """``ActorCriticLoss`` on [T, B] training info."""
-        return self._loss(training_info, training_info.info.value)
+        """The loss (``ActorCriticLoss`` or ``PPOLoss``) on [T, B] training
+        info, plus the adaptive entropy bonus of the entropy target if any.
+
+        Args:
+            training_info: ``TrainingInfo`` with [T, B] leaves; ``info`` has
+                ``action_distribution`` and ``value``.
+        Returns:
+            ``LossInfo(loss=[T, B], extra=the loss's extra)``.
+        """
+        loss_info = self._loss(training_info, training_info.info.value)
+        if self._entropy_target is None:
+            return loss_info
+        entropy_loss = self._entropy_target.calc_loss(
+            training_info.info.action_distribution, training_info.step_type)
+        extra = loss_info.extra
+        fields = getattr(extra, '_fields', ())
+        if 'neg_entropy' in fields:
+            extra = extra._replace(
+                neg_entropy=entropy_loss.extra.neg_entropy)
+        if 'entropy_target' in fields:
+            extra = extra._replace(entropy_target=entropy_loss.extra._replace(
+                neg_entropy=()))
+        return loss_info._replace(loss=loss_info.loss + entropy_loss.loss,
+                                  extra=extra)

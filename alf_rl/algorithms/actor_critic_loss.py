@@ -20,6 +20,9 @@ ActorCriticLossInfo = namedtuple(
         'td_loss',  # [T, B] value loss
         'neg_entropy',  # [T, B] -H(pi(.|s_t))
         'explained_variance',  # [] of the value function
+        # EntropyTargetLossInfo of an ``entropy_target_ctor`` (alpha, ...),
+        # () without one
+        'entropy_target',
     ],
     default_value=())
 
@@ -43,6 +46,8 @@ class ActorCriticLoss(object):
             the batch.
         advantage_clip: clip advantages to [-c, c] if set.
         entropy_regularization: weight of the entropy bonus (None: none).
+            Leave None with ``ActorCriticAlgorithm(entropy_target_ctor=...)``,
+            whose adaptive bonus replaces this constant one.
         td_loss_weight: weight of the value loss.
     """
 
@@ -69,6 +74,11 @@ class ActorCriticLoss(object):
         self._advantage_clip = advantage_clip
         self._entropy_regularization = entropy_regularization
         self._td_loss_weight = td_loss_weight
+
+    @property
+    def entropy_regularization(self):
+        """The constant entropy-bonus weight (None or 0: no bonus)."""
+        return self._entropy_regularization
 
     def advantages_and_returns(self, training_info, value):
         """Advantages and value targets, both [T-1, B].

@@ -35,6 +35,12 @@ Deviations from the paper:
   uniform): the entropy of a policy that gives probability 0.99 to one action
   and spreads 0.01 over the others, see ``default_target_entropy``.
 * Feed-forward networks only (a recurrent network raises ``ValueError``).
+
+With ``entropy_target_ctor``, an ``EntropyTargetAlgorithm`` replaces the
+temperature loss: ``alpha`` is its (non-trainable) weight, moved once per
+update by its staged controller from the batch's entropy estimates, and the
+target entropy is its own (``entropy_target_algorithm.default_target_entropy``
+unless set on it).
 """
 
 import functools
@@ -51,7 +57,8 @@ from alf_rl.networks import (ActorDistributionNetwork, CriticNetwork,
 from alf_rl.ops import distributions as dist_ops
 from alf_rl.ops.losses import element_wise_squared_loss
 from alf_rl.ops.target_ops import PeriodicSoftUpdate
-from alf_rl.utils.common import check_feed_forward, make_stateless_seed
+from alf_rl.utils.common import (check_feed_forward, make_stateless_seed,
+                                 valid_step_mask)
 
 SacInfo = namedtuple(
     'SacInfo',
@@ -219,13 +226,19 @@ class SacAlgorithm(OffPolicyAlgorithm):
             critics); each gets a target copy.
         actor_optimizer: optimizer of the actor (or None: ``optimizer``).
         critic_optimizer: optimizer of both critics (or None).
-        alpha_optimizer: optimizer of ``log_alpha`` (or None).
+        alpha_optimizer: optimizer of ``log_alpha`` (or None); not with
+            ``entropy_target_ctor``.
         gamma: discount factor.
         tau: target soft-update rate.
         target_update_period: update the targets every this many updates.
         initial_log_alpha: initial ``log alpha``.
         target_entropy: entropy target of the temperature; None uses
-            ``default_target_entropy(action_spec)``.
+            ``default_target_entropy(action_spec)``. Not with
+            ``entropy_target_ctor`` (set the target on that algorithm).
+        entropy_target_ctor: optional ``(action_spec) ->
+            EntropyTargetAlgorithm`` replacing the gradient-tuned
+            temperature (``initial_log_alpha`` is then unused); its
+            ``log_alpha`` is checkpointed with this algorithm.
         td_error_loss_fn: ``(target, prediction) -> loss``, element-wise.
         optimizer: default optimizer for variables not given one above.
         name: module name.
@@ -251,10 +264,19 @@ class SacAlgorithm(OffPolicyAlgorithm):
                  initial_log_alpha=0.0,
                  target_entropy=None,
                  td_error_loss_fn=element_wise_squared_loss,
+                 entropy_target_ctor=None,
                  optimizer=None,
                  name='SacAlgorithm',
                  **kwargs):
         kind = _action_kind(action_spec)
+        if entropy_target_ctor is not None and (
+                alpha_optimizer is not None or target_entropy is not None):
+            raise ValueError(
+                "SacAlgorithm: with entropy_target_ctor the temperature is "
+                "set by the EntropyTargetAlgorithm: alpha_optimizer and "
+                "target_entropy must be None (set target_entropy on the "
+                "EntropyTargetAlgorithm), got alpha_optimizer=%s, "
+                "target_entropy=%s" % (alpha_optimizer, target_entropy))
         if not 0.0 <= gamma <= 1.0:
             raise ValueError("SacAlgorithm: gamma must be in [0, 1], got %s" %
                              gamma)
@@ -285,13 +307,20 @@ class SacAlgorithm(OffPolicyAlgorithm):
         self._critic2 = critic2
         self._target_critic1 = critic1.copy(name='target_critic1')
         self._target_critic2 = critic2.copy(name='target_critic2')
-        self._log_alpha = tf.Variable(float(initial_log_alpha),
-                                      dtype=tf.float32,
-                                      name='log_alpha')
+        if entropy_target_ctor is not None:
+            self._entropy_target = entropy_target_ctor(action_spec)
+            # Non-trainable: moved by the entropy target's controller.
+            self._log_alpha = self._entropy_target.log_alpha
+            self._target_entropy = self._entropy_target.target_entropy
+        else:
+            self._entropy_target = None
+            self._log_alpha = tf.Variable(float(initial_log_alpha),
+                                          dtype=tf.float32,
+                                          name='log_alpha')
+            self._target_entropy = (default_target_entropy(action_spec)
+                                    if target_entropy is None else
+                                    float(target_entropy))
         self._gamma = float(gamma)
-        self._target_entropy = (default_target_entropy(action_spec)
-                                if target_entropy is None else
-                                float(target_entropy))
         self._td_error_loss_fn = td_error_loss_fn
         if actor_optimizer is not None:
             self.add_optimizer(actor_optimizer, [actor_network])
@@ -321,8 +350,21 @@ class SacAlgorithm(OffPolicyAlgorithm):
 
     @property
     def log_alpha(self):
-        """tf.Variable []: log of the temperature."""
+        """tf.Variable []: log of the temperature (the entropy target's,
+        non-trainable, when there is one)."""
         return self._log_alpha
+
+    @property
+    def entropy_target(self):
+        """The ``EntropyTargetAlgorithm`` setting alpha, or None."""
+        return self._entropy_target
+
+    def _temperature_loss(self, entropy):
+        """[B] temperature loss; zeros when an entropy target sets alpha."""
+        if self._entropy_target is not None:
+            return tf.zeros_like(entropy)
+        return temperature_loss(self._log_alpha, entropy,
+                                self._target_entropy)
 
     # ------------------------------------------------------------ steps
     def predict(self, time_step, state):
@@ -403,8 +445,7 @@ class SacAlgorithm(OffPolicyAlgorithm):
         ])
         actor_loss = alpha * log_pi - (tf.stop_gradient(q_new) + surrogate)
         entropy = -tf.stop_gradient(log_pi)
-        alpha_loss = temperature_loss(self._log_alpha, entropy,
-                                      self._target_entropy)
+        alpha_loss = self._temperature_loss(entropy)
         return PolicyStep(action=action,
                           state=state,
                           info=SacInfo(critic1=q1,
@@ -445,8 +486,7 @@ class SacAlgorithm(OffPolicyAlgorithm):
         actor_loss = discrete_actor_loss(probs, log_probs,
                                          tf.minimum(q1_all, q2_all), alpha)
         entropy = tf.stop_gradient(-tf.reduce_sum(probs * log_probs, -1))
-        alpha_loss = temperature_loss(self._log_alpha, entropy,
-                                      self._target_entropy)
+        alpha_loss = self._temperature_loss(entropy)
         action = alf_specs.cast_and_clip_to_spec(
             tf.nest.pack_sequence_as(self.action_spec, [action]),
             self.action_spec)
@@ -539,6 +579,12 @@ class SacAlgorithm(OffPolicyAlgorithm):
 
         critic_loss = _pad(critic_loss)
         loss = critic_loss + info.actor_loss + info.alpha_loss
+        if self._entropy_target is not None:
+            # One controller step per update, on the trained rows' entropy
+            # (the last row only bootstraps: its entropy is a zero filler).
+            mask = valid_step_mask(training_info.step_type)
+            mask = tf.concat([mask[:-1], tf.zeros_like(mask[-1:])], axis=0)
+            self._entropy_target.adjust_alpha(info.entropy, mask)
         return LossInfo(loss=loss,
                         extra=SacLossInfo(critic=critic_loss,
                                           actor=info.actor_loss,

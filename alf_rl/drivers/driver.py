@@ -9,7 +9,7 @@ when the algorithm uses it) to the experience observers (a replay buffer).
 
 import tensorflow as tf
 
-from alf_rl.data_structures import make_experience
+from alf_rl.data_structures import LossInfo, make_experience
 from alf_rl.metrics import default_metrics
 from alf_rl.ops import distributions as dist_ops
 from alf_rl.utils.common import reset_state_if_necessary
@@ -61,6 +61,11 @@ class Driver(object):
         exp_observers: callables ``observer(experience)`` run in the graph
             with each step's ``Experience`` ([B, ...] leaves).
         use_tf_functions: compile the loops; False runs them eagerly.
+        jit_compile: XLA-compile the loops when the environment is
+            TensorFlow ops only (``env.in_graph``, e.g. ``suite_tf``);
+            ignored for ``TFPyEnvironment``, whose Python callback XLA
+            cannot compile. XLA drops ``CheckNumerics``, so the loss a
+            compiled loop returns is checked outside it.
     """
 
     def __init__(self,
@@ -69,7 +74,8 @@ class Driver(object):
                  metrics=None,
                  observers=(),
                  exp_observers=(),
-                 use_tf_functions=True):
+                 use_tf_functions=True,
+                 jit_compile=False):
         check_env_matches_algorithm(env, algorithm)
         self._env = env
         self._algorithm = algorithm
@@ -79,9 +85,41 @@ class Driver(object):
         self._observers = list(self._metrics) + list(observers)
         self._exp_observers = list(exp_observers)
         self._use_tf_functions = use_tf_functions
+        self._jit_compile = bool(jit_compile) and getattr(
+            env, 'in_graph', False)
         self._time_step = None
         self._policy_state = None
         self._rollout_fn = None
+
+    @property
+    def jit_compiled(self):
+        """Whether the driver's loops are XLA-compiled."""
+        return self._jit_compile and self._use_tf_functions
+
+    def _compile(self, fn):
+        """``fn`` as a ``tf.function`` (XLA-compiled if ``jit_compiled``).
+
+        ``LossInfo`` outputs of ``fn`` (a tuple) get their ``loss``
+        checked for NaN/Inf outside the XLA cluster (XLA drops
+        ``CheckNumerics``).
+        """
+        if not self._use_tf_functions:
+            return fn
+        if not self.jit_compiled:
+            return tf.function(fn, autograph=False)
+        inner = tf.function(fn, autograph=False, jit_compile=True)
+        name = self._algorithm.name
+
+        def _check(x):
+            if not isinstance(x, LossInfo):
+                return x
+            return x._replace(loss=tf.debugging.check_numerics(
+                x.loss, "loss of %s (XLA-compiled iteration)" % name))
+
+        def _checked(*args):
+            return tuple(_check(x) for x in inner(*args))
+
+        return tf.function(_checked, autograph=False)
 
     @property
     def metrics(self):
@@ -112,10 +150,7 @@ class Driver(object):
         if self._time_step is None:
             self.reset()
         if self._rollout_fn is None:
-            self._rollout_fn = (tf.function(self._rollout_loop,
-                                            autograph=False)
-                                if self._use_tf_functions else
-                                self._rollout_loop)
+            self._rollout_fn = self._compile(self._rollout_loop)
         self._time_step, self._policy_state = self._rollout_fn(
             self._time_step, self._policy_state,
             tf.constant(num_steps, tf.int32))

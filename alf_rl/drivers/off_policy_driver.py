@@ -26,16 +26,19 @@ class SyncOffPolicyDriver(Driver):
         metrics: in-graph metrics (default: the standard four).
         observers: extra ``observer(time_step)`` callables.
         use_tf_functions: compile the collection loop.
+        jit_compile: XLA-compile ``run_and_train`` (collection and
+            training) when ``env.in_graph`` (see ``Driver``).
     """
 
     def __init__(self, env, algorithm, replayer, metrics=None, observers=(),
-                 use_tf_functions=True):
+                 use_tf_functions=True, jit_compile=False):
         super().__init__(env,
                          algorithm,
                          metrics=metrics,
                          observers=observers,
                          exp_observers=[replayer.observe],
-                         use_tf_functions=use_tf_functions)
+                         use_tf_functions=use_tf_functions,
+                         jit_compile=jit_compile)
         self._replayer = replayer
         self._run_and_train_fn = None
 
@@ -64,8 +67,7 @@ class SyncOffPolicyDriver(Driver):
                     time_step, policy_state, num_steps)
                 return time_step, policy_state, train_fn()
 
-            self._run_and_train_fn = (tf.function(_fn, autograph=False)
-                                      if self._use_tf_functions else _fn)
+            self._run_and_train_fn = self._compile(_fn)
         self._time_step, self._policy_state, result = self._run_and_train_fn(
             self._time_step, self._policy_state,
             tf.constant(num_steps, tf.int32))

@@ -48,6 +48,8 @@ class OnPolicyDriver(Driver):
             on every time step.
         use_tf_functions: compile the iteration; False runs it eagerly (for
             debugging; same numbers under a fixed seed).
+        jit_compile: XLA-compile the whole iteration (rollout and update)
+            when ``env.in_graph`` (see ``Driver``).
     """
 
     def __init__(self,
@@ -57,7 +59,8 @@ class OnPolicyDriver(Driver):
                  final_step_mode='redo',
                  metrics=None,
                  observers=(),
-                 use_tf_functions=True):
+                 use_tf_functions=True,
+                 jit_compile=False):
         if final_step_mode not in FINAL_STEP_MODES:
             raise ValueError("final_step_mode must be one of %s, got %r" %
                              (FINAL_STEP_MODES, final_step_mode))
@@ -68,7 +71,8 @@ class OnPolicyDriver(Driver):
             raise ValueError("final_step_mode='none' needs train_interval >= "
                              "2 (the last step only bootstraps)")
         super().__init__(env, algorithm, metrics, observers,
-                         use_tf_functions=use_tf_functions)
+                         use_tf_functions=use_tf_functions,
+                         jit_compile=jit_compile)
         self._train_interval = int(train_interval)
         self._final_step_mode = final_step_mode
         self._num_traces = 0
@@ -78,8 +82,7 @@ class OnPolicyDriver(Driver):
         algorithm.build_optimizers()
         self._persistent_tape = len(
             algorithm.get_optimizer_and_variable_sets()) > 1
-        self._run_fn = (tf.function(self._run_iteration, autograph=False)
-                        if use_tf_functions else self._run_iteration)
+        self._run_fn = self._compile(self._run_iteration)
 
     # ------------------------------------------------------------ public
     @property

@@ -22,7 +22,7 @@ _EXPORTS = {
 }
 _SUBMODULES = ('py_environment', 'gym_wrapper', 'suite_gym',
                'batched_environment', 'parallel_environment',
-               'tf_environment', 'suite_unittest', 'utils')
+               'tf_environment', 'suite_unittest', 'suite_tf', 'utils')
 
 __all__ = sorted(list(_EXPORTS) + list(_SUBMODULES))
 

@@ -56,6 +56,13 @@ class TFEnvironment(object):
         """int B, the number of environments."""
         return self._batch_size
 
+    @property
+    def in_graph(self):
+        """True when ``reset``/``step`` are TensorFlow ops only (no Python
+        callback), so loops over them can be XLA-compiled. False for
+        ``TFPyEnvironment``."""
+        return True
+
     def time_step_spec(self):
         """The ``TimeStep`` spec nest (no batch dimension)."""
         return self._time_step_spec
@@ -197,6 +204,11 @@ class TFPyEnvironment(TFEnvironment):
         check_actions: validate actions in the callback (shape, dtype, bounds,
             NaN). Leave on: the cost is a few microseconds per step.
     """
+
+    @property
+    def in_graph(self):
+        """False: every step calls back into Python."""
+        return False
 
     def __init__(self, py_env, check_actions=True):
         if not isinstance(py_env, PyEnvironment):

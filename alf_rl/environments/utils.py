@@ -18,8 +18,16 @@ def create_environment(env_name='CartPole-v1',
                        use_subprocess=False,
                        env_load_fn=suite_gym.load,
                        max_episode_steps=None,
-                       render_mode=None):
-    """Builds a batched ``TFPyEnvironment`` of ``num_parallel_environments``.
+                       render_mode=None,
+                       backend='gym'):
+    """Builds a batched environment of ``num_parallel_environments``.
+
+    ``backend='gym'`` (default) steps gymnasium environments in Python and
+    reaches the graph through ``TFPyEnvironment``; ``backend='tf'`` builds
+    the environment from TensorFlow ops (``suite_tf``: CartPole-v1,
+    Pendulum-v1, MountainCar-v0, MountainCarContinuous-v0, Acrobot-v1), so
+    the whole rollout runs in the graph with no Python call per step.
+    Switch an example with one gin line: ``create_environment.backend='tf'``.
 
     Environment i is loaded with ``env_id=i`` and seeded with ``seed + i``.
     With ``use_subprocess`` each environment runs in its own worker process
@@ -39,18 +47,39 @@ def create_environment(env_name='CartPole-v1',
             ``use_subprocess``.
         max_episode_steps: episode limit passed to ``env_load_fn`` when not
             ``None``.
-        render_mode: passed to ``env_load_fn`` when not ``None``.
+        render_mode: passed to ``env_load_fn`` when not ``None`` (the 'tf'
+            backend renders env 0 with gymnasium's renderer on demand).
+        backend: 'gym' or 'tf'.
 
     Returns:
-        ``TFPyEnvironment`` with batch size ``num_parallel_environments``.
+        A ``TFEnvironment`` with batch size ``num_parallel_environments``:
+        ``TFPyEnvironment`` ('gym') or a ``suite_tf`` environment ('tf').
 
     Raises:
-        ValueError: for an unknown gymnasium id (before any worker starts)
-            or a batch size < 1.
+        ValueError: for an unknown gymnasium id (before any worker starts),
+            an id ``suite_tf`` does not implement, a batch size < 1, an
+            unknown backend, or options the 'tf' backend cannot honour.
     """
     if int(num_parallel_environments) < 1:
         raise ValueError("num_parallel_environments must be >= 1, got %r" %
                          (num_parallel_environments, ))
+    if backend not in ('gym', 'tf'):
+        raise ValueError("create_environment: backend must be 'gym' or 'tf', "
+                         "got %r" % (backend, ))
+    if backend == 'tf':
+        if use_subprocess:
+            raise ValueError("create_environment: use_subprocess=True has no "
+                             "meaning with backend='tf' (the environment is "
+                             "TensorFlow ops in this process)")
+        if env_load_fn is not suite_gym.load:
+            raise ValueError("create_environment: env_load_fn=%s cannot be "
+                             "used with backend='tf'" %
+                             getattr(env_load_fn, '__name__', env_load_fn))
+        from alf_rl.environments import suite_tf
+        return suite_tf.load(env_name,
+                             batch_size=int(num_parallel_environments),
+                             seed=seed,
+                             max_episode_steps=max_episode_steps)
     if env_load_fn is suite_gym.load:
         suite_gym.check_env_id(env_name)
     if seed is None:

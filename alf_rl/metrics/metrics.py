@@ -191,13 +191,17 @@ class _EpisodeAverageMetric(StepMetric):
             # Keep only the last `size` finishers so that no slot is written
             # twice (scatter with duplicate indices has no defined order).
             keep = tf.logical_and(is_last, k >= num_done - size)
-            slots = tf.math.floormod(self._head + tf.boolean_mask(k, keep),
-                                     size)
-            with tf.control_dependencies([
-                    self._buffer.scatter_nd_update(
-                        tf.expand_dims(slots, -1),
-                        tf.boolean_mask(accumulator, keep))
-            ]):
+            # Static shapes (XLA-compilable): rows not kept go to a spare
+            # slot `size` that is cut off again.
+            slots = tf.where(keep, tf.math.floormod(self._head + k, size),
+                             size)
+            padded = tf.concat(
+                [self._buffer, tf.zeros([1], self._buffer.dtype)], axis=0)
+            updated = tf.tensor_scatter_nd_update(padded,
+                                                  tf.expand_dims(slots, -1),
+                                                  accumulator)
+            with tf.control_dependencies(
+                    [self._buffer.assign(updated[:self._buffer_size])]):
                 return tf.group(
                     self._head.assign(
                         tf.math.floormod(self._head + num_done, size)),

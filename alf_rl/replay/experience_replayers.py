@@ -147,17 +147,25 @@ class OnetimeExperienceReplayer(ExperienceReplayer):
             env_ids = tf.identity(env_ids)
         return self._buffer.add_batch(exp, env_ids)
 
-    def replay_all(self):
+    def replay_all(self, full=False):
         """This iteration's steps, then clears.
+
+        Args:
+            full: promise that every environment was observed exactly
+                ``max_length`` times: then the steps are read whole, with
+                static shapes [B, max_length, ...] and no gather (XLA can
+                compile it), and the promise is checked at run time.
 
         Returns:
             nest of [B, T, ...], T the steps observed per environment.
 
         Raises:
             tf.errors.InvalidArgumentError: if environments were observed a
-                different number of times.
+                different number of times (or, with ``full``, not
+                ``max_length`` times).
         """
-        exp = self._buffer.gather_all()
+        exp = (self._buffer.read_full() if full else
+               self._buffer.gather_all())
         # Read before clearing. Eagerly this is program order; in a graph
         # tf.function's automatic control dependencies already order the
         # gather before the assign, and the explicit dependency documents it.

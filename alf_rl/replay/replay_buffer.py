@@ -417,6 +417,36 @@ class ReplayBuffer(tf.Module):
             return self._gather(tf.range(self._num_envs, dtype=tf.int64),
                                 tf.identity(self._start), length)
 
+    def read_full(self):
+        """Every slot of every environment, when each holds exactly
+        ``max_length`` steps stored from slot 0 on (as after ``clear()``
+        and ``max_length`` ``add_batch`` calls, starting from a multiple of
+        ``max_length`` steps added).
+
+        A whole-variable read with static shapes (no gather), so it also
+        compiles with XLA (which drops the run-time check).
+
+        Returns:
+            nest matching ``data_spec`` with [num_environments, max_length,
+            ...] leaves, in time order.
+
+        Raises:
+            tf.errors.InvalidArgumentError: if any environment's stored
+                steps are not exactly slots 0 .. max_length - 1.
+        """
+        with tf.device(self._device), tf.name_scope(self.name):
+            check = runtime_check(
+                tf.reduce_all(tf.equal(self._start % self._max_length, 0))
+                & tf.reduce_all(
+                    tf.equal(self._end - self._start, self._max_length)),
+                '%s.read_full needs every environment to hold exactly '
+                'max_length=%d steps from slot 0; stored counts per '
+                'environment:' % (self.name, self._max_length),
+                self.current_size)
+            with tf.control_dependencies(_deps(check)):
+                flat = [tf.identity(var.value()) for var in self._flat_data]
+            return tf.nest.pack_sequence_as(self._data_spec, flat)
+
     def clear(self):
         """Forgets all stored steps (positions keep counting).
 

@@ -63,7 +63,8 @@ class OffPolicyTrainer(Trainer):
         return SyncOffPolicyDriver(self._env,
                                    self._algorithm,
                                    self._replayer,
-                                   use_tf_functions=c.use_tf_functions)
+                                   use_tf_functions=c.use_tf_functions,
+                                   jit_compile=c.jit_compile)
 
     def _check_batch_sizes(self, batch_size):
         c = self._config
@@ -128,10 +129,7 @@ class OffPolicyTrainer(Trainer):
         c = self._config
         if c.clear_replay_buffer:
             # Exactly unroll_length steps of every env were collected.
-            experience = tf.nest.map_structure(
-                lambda x: tf.ensure_shape(
-                    x, [self._env.batch_size, c.unroll_length] +
-                    x.shape[2:].as_list()), self._replayer.replay_all())
+            experience = self._replayer.replay_all(full=True)
             return self._algorithm.train(
                 experience,
                 num_updates=c.num_updates_per_train_step,

@@ -21,7 +21,8 @@ class OnPolicyTrainer(Trainer):
                               self._algorithm,
                               train_interval=c.unroll_length,
                               final_step_mode=c.final_step_mode,
-                              use_tf_functions=c.use_tf_functions)
+                              use_tf_functions=c.use_tf_functions,
+                              jit_compile=c.jit_compile)
 
     def _train_iteration(self):
         return self._driver.run()

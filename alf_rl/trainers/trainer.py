@@ -40,8 +40,10 @@ class TrainerConfig(object):
         final_step_mode: on-policy bootstrap mode ('redo', 'skip', 'none').
         random_seed: seed of everything (None: random).
         use_tf_functions: compile drivers; False runs eagerly for debugging.
-        jit_compile: also compile updates with XLA where TensorFlow allows
-            it (off-policy updates; the replay sampling stays outside).
+        jit_compile: also compile with XLA where TensorFlow allows it:
+            off-policy updates always; with an in-graph environment
+            (``create_environment.backend='tf'``) the whole iteration
+            (rollout and update).
         evaluate: run greedy evaluation every ``eval_interval`` iterations.
         eval_interval: iterations between evaluations.
         num_eval_episodes: episodes per evaluation (one per eval env).
@@ -270,7 +272,10 @@ class Trainer(object):
 
         Returns:
             dict of final metric values (``'Metrics/...'``), plus the last
-            evaluation under ``'eval/...'`` when evaluating.
+            evaluation under ``'eval/...'`` when evaluating, ``iterations``,
+            ``train_secs`` (the training loop's wall-clock) and
+            ``first_iteration_secs`` (its first iteration, which includes
+            tracing and XLA compilation).
         """
         c = self._config
         restored = self._checkpointer.restore()
@@ -292,6 +297,7 @@ class Trainer(object):
         last_report = start_time
         last_eval = {}
         last_summary_time, last_summary_steps = start_time, start_steps
+        first_iteration_secs = None
         try:
             while not self._done():
                 try:
@@ -301,6 +307,9 @@ class Trainer(object):
                 self._iteration.assign_add(1)
                 it = int(self._iteration.numpy())
                 now = time.time()
+                if first_iteration_secs is None:
+                    # Tracing (and XLA compilation) happen in this one.
+                    first_iteration_secs = now - start_time
                 if it % c.summary_interval == 0:
                     env_steps = self._env_steps()
                     scalars = self._metric_scalars()
@@ -340,6 +349,7 @@ class Trainer(object):
         result.update({'eval/' + k: v for k, v in last_eval.items()})
         result['iterations'] = int(self._iteration.numpy())
         result['train_secs'] = time.time() - start_time
+        result['first_iteration_secs'] = first_iteration_secs or 0.0
         return result
 
     def _report_progress(self, start_time, start_steps, last_eval):
