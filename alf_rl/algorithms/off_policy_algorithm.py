@@ -26,6 +26,11 @@ from alf_rl.utils.common import (make_stateless_seed,
                                  valid_step_mask)
 
 
+#: Sequences with at most this many ``train_step`` rows are unrolled in
+#: Python instead of a ``tf.while_loop``.
+_MAX_UNROLLED_ROWS = 2
+
+
 def _batch_to_time_major(nest):
     return tf.nest.map_structure(
         lambda x: tf.transpose(x, [1, 0] + list(range(2, x.shape.rank))),
@@ -302,17 +307,31 @@ class ReplayTrainingMixin(object):
         with tf.GradientTape(watch_accessed_variables=False,
                              persistent=persistent) as tape:
             tape.watch(variables)
-            _, state, tensor_arrays = tf.while_loop(
-                lambda t, *_: t < num_rows, _body,
-                (tf.constant(0), state, tensor_arrays),
-                maximum_iterations=num_rows)
-            if self.last_row_only_bootstraps:
-                _, row = _row(length - 1, state, self.bootstrap_step)
-                tensor_arrays = tf.nest.map_structure(
-                    lambda ta, x: ta.write(length - 1, x), tensor_arrays,
-                    row)
-            stacked = tf.nest.map_structure(lambda ta: ta.stack(),
-                                            tensor_arrays)
+            if num_rows <= _MAX_UNROLLED_ROWS:
+                # Short sequences (one-step PPO rows, two-step SAC/DQN
+                # transitions): plain Python rows, no while loop, which is
+                # cheaper to trace, to run and to differentiate.
+                rows = []
+                for t in range(num_rows):
+                    state, row = _row(t, state, self.train_step)
+                    rows.append(row)
+                if self.last_row_only_bootstraps:
+                    rows.append(_row(length - 1, state,
+                                     self.bootstrap_step)[1])
+                stacked = tf.nest.map_structure(lambda *x: tf.stack(x),
+                                                *rows)
+            else:
+                _, state, tensor_arrays = tf.while_loop(
+                    lambda t, *_: t < num_rows, _body,
+                    (tf.constant(0), state, tensor_arrays),
+                    maximum_iterations=num_rows)
+                if self.last_row_only_bootstraps:
+                    _, row = _row(length - 1, state, self.bootstrap_step)
+                    tensor_arrays = tf.nest.map_structure(
+                        lambda ta, x: ta.write(length - 1, x),
+                        tensor_arrays, row)
+                stacked = tf.nest.map_structure(lambda ta: ta.stack(),
+                                                tensor_arrays)
             training_info = stacked._replace(
                 info=dist_ops.params_to_distributions(stacked.info,
                                                       self._train_info_spec),

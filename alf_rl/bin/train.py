@@ -31,6 +31,9 @@ def _define_flags():
 def parse_gin(gin_files, gin_params, root_dir=None):
     """Parses gin files and bindings with a clear error on a bad binding.
 
+    A gin file may ``include`` another one by a path relative to its own
+    directory (e.g. ``include 'sac_pendulum.gin'`` in ``examples/``).
+
     Args:
         gin_files: list of gin file paths.
         gin_params: list of binding strings.
@@ -43,6 +46,9 @@ def parse_gin(gin_files, gin_params, root_dir=None):
     for path in gin_files or []:
         if not os.path.exists(path):
             raise ValueError("gin file not found: %s" % path)
+        # `include 'other.gin'` resolves next to the including file.
+        gin.add_config_file_search_path(
+            os.path.dirname(os.path.abspath(path)))
     bindings = list(gin_params or [])
     if root_dir:
         bindings.append("TrainerConfig.root_dir=%r" % root_dir)

@@ -144,8 +144,12 @@ class ReplayBuffer(tf.Module):
         self._max_length = capacity // num_environments
         self._device = device
         with tf.device(device), tf.name_scope(name):
+            # Stored flat, slot env * max_length + (position % max_length):
+            # gathers and scatters along axis 0 of a variable are
+            # ResourceGather/ResourceScatterNdUpdate, which XLA compiles
+            # (a 2-D ResourceGatherNd it does not).
             self._flat_data = [
-                tf.Variable(tf.zeros([self._num_envs, self._max_length] +
+                tf.Variable(tf.zeros([self._num_envs * self._max_length] +
                                      spec.shape.as_list(), spec.dtype),
                             trainable=False,
                             name='data_%d' % i)
@@ -284,7 +288,7 @@ class ReplayBuffer(tf.Module):
                     'per call; got env_ids' % self.name, env_ids))
             with tf.control_dependencies(checks):
                 positions = tf.gather(self._end, env_ids)
-            indices = tf.stack([env_ids, positions % self._max_length], -1)
+            indices = self._slots(env_ids, positions)[:, None]
             for var, value in zip(self._flat_data, tf.nest.flatten(batch)):
                 var.scatter_nd_update(indices, value)
             new_end = positions + 1
@@ -376,6 +380,11 @@ class ReplayBuffer(tf.Module):
         positions = tf.gather(self._start, env_ids) + offsets
         return env_ids, positions, tf.ones([batch_size], tf.float32)
 
+    def _slots(self, env_ids, positions):
+        """Flat storage slots of ``positions`` (any shape, int64) of
+        ``env_ids`` (same shape)."""
+        return env_ids * self._max_length + positions % self._max_length
+
     def _gather(self, env_ids, positions, length):
         """Reads ``length`` steps from ``positions`` of ``env_ids``.
 
@@ -389,8 +398,8 @@ class ReplayBuffer(tf.Module):
         """
         steps = positions[:, None] + tf.range(length, dtype=tf.int64)[None, :]
         envs = tf.broadcast_to(env_ids[:, None], tf.shape(steps))
-        indices = tf.stack([envs, steps % self._max_length], -1)
-        flat = [tf.gather_nd(var, indices) for var in self._flat_data]
+        slots = self._slots(envs, steps)
+        flat = [tf.gather(var, slots) for var in self._flat_data]
         return tf.nest.pack_sequence_as(self._data_spec, flat)
 
     def gather_all(self):
@@ -444,7 +453,12 @@ class ReplayBuffer(tf.Module):
                 'environment:' % (self.name, self._max_length),
                 self.current_size)
             with tf.control_dependencies(_deps(check)):
-                flat = [tf.identity(var.value()) for var in self._flat_data]
+                flat = [
+                    tf.reshape(var.value(),
+                               [self._num_envs, self._max_length] +
+                               var.shape[1:].as_list())
+                    for var in self._flat_data
+                ]
             return tf.nest.pack_sequence_as(self._data_spec, flat)
 
     def clear(self):

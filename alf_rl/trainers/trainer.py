@@ -252,10 +252,14 @@ class Trainer(object):
         if 'loss of' in message and ('NaN' in message or 'Inf' in message):
             applied = ("the XLA-compiled update was already applied"
                        if 'XLA' in message else "no update was applied")
+            # A graph error's first line is 'Graph execution error:'; the
+            # CheckNumerics message (loss name, NaN/Inf) is a later line.
+            detail = next((line.strip() for line in message.split('\n')
+                           if 'loss of' in line), message)
             raise TrainingError(
                 "training stopped at iteration %d: non-finite loss (%s); %s "
                 "and no checkpoint was written for this iteration." %
-                (it, message.split('\n')[0][:500], applied)) from error
+                (it, detail[:500], applied)) from error
         raise error
 
     def evaluate(self):

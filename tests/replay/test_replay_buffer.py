@@ -106,7 +106,8 @@ def _nested_batch(env_ids, t):
 
 def test_nested_spec_with_uint8_images():
     buffer = ReplayBuffer(_nested_spec(), num_environments=2, capacity=6)
-    image_vars = [v for v in buffer.variables if v.shape.rank == 5]
+    # Stored flat: [num_environments * max_length, 6, 6, 3].
+    image_vars = [v for v in buffer.variables if v.shape.rank == 4]
     assert [v.dtype for v in image_vars] == [tf.uint8]
     for t in range(5):
         buffer.add_batch(_nested_batch([1, 0], t), tf.constant([1, 0]))
