@@ -4,7 +4,8 @@ Prints, for CartPole-v1:
 1. a random-action rollout of ``suite_tf`` environments in one
    ``tf.while_loop`` for batch sizes 1 .. 4096, plain graph and XLA;
 2. the same with a 64-64 MLP policy (``ActorDistributionNetwork``) sampling
-   the actions (the driver's ``rollout`` loop, no training);
+   the actions in a bare while loop, and the driver's ``rollout`` loop with
+   a 64-64 actor-critic (actor and value network, metrics; no training);
 3. gymnasium beside them: raw ``SyncVectorEnv`` and ``TFPyEnvironment`` in
    a ``tf.while_loop`` (8 envs);
 4. full PPO training iterations (rollout + epochs of updates) of
@@ -35,12 +36,22 @@ def random_rollout_rate(tf, suite_tf, batch_size, steps, jit):
     """Env steps/s of random actions in a while loop (best of 3)."""
     env = suite_tf.load('CartPole-v1', batch_size, seed=0)
 
+    def action_fn(i, time_step):
+        u = suite_tf.stateless_uniform([batch_size], [7, i], 0.0, 2.0)
+        return tf.cast(u, tf.int64)
+
+    return _loop_rate(tf, env, action_fn, steps, jit)
+
+
+def _loop_rate(tf, env, action_fn, steps, jit):
+    """Env steps/s (best of 3) of ``env.step(action_fn(i, time_step))`` in
+    one compiled ``tf.while_loop`` of ``steps`` steps."""
+
     @tf.function(autograph=False, jit_compile=jit)
     def loop(time_step, num):
 
         def body(i, ts):
-            u = suite_tf.stateless_uniform([batch_size], [7, i], 0.0, 2.0)
-            return i + 1, env.step(tf.cast(u, tf.int64))
+            return i + 1, env.step(action_fn(i, ts))
 
         return tf.while_loop(lambda i, _: i < num, body,
                              (tf.constant(0), time_step))[1]
@@ -50,11 +61,33 @@ def random_rollout_rate(tf, suite_tf, batch_size, steps, jit):
 
     def measure():
         start = time.perf_counter()
-        out = loop(time_step, tf.constant(steps))
-        out.reward.numpy()
-        return steps * batch_size / (time.perf_counter() - start)
+        loop(time_step, tf.constant(steps)).reward.numpy()
+        return steps * env.batch_size / (time.perf_counter() - start)
 
     return _best_of(measure)
+
+
+def mlp_policy_rate(tf, suite_tf, batch_size, steps, jit):
+    """Env steps/s of a 64-64 MLP policy sampling actions in a while loop.
+
+    The policy is an ``ActorDistributionNetwork`` (categorical head)
+    sampled with ``ops.distributions.sample_action_distribution``; no value
+    network, metrics or experience (compare ``policy_rollout_rate``).
+    """
+    from alf_rl.networks import ActorDistributionNetwork
+    from alf_rl.ops import distributions as dist_ops
+
+    env = suite_tf.load('CartPole-v1', batch_size, seed=0)
+    actor = ActorDistributionNetwork(env.observation_spec(),
+                                     env.action_spec(),
+                                     fc_layer_params=(64, 64))
+
+    def action_fn(i, time_step):
+        dist, _ = actor(time_step.observation)
+        return dist_ops.sample_action_distribution(dist,
+                                                   seed=tf.stack([7, i]))
+
+    return _loop_rate(tf, env, action_fn, steps, jit)
 
 
 def policy_rollout_rate(tf, suite_tf, batch_size, steps, jit):
@@ -136,10 +169,15 @@ def main():
               ('suite_tf random actions, batch %d' % b, *rates), flush=True)
     for b in (8, max(batch_sizes)):
         steps = max(min(args.steps, 100000 // b), 100)
+        rates = [mlp_policy_rate(tf, suite_tf, b, steps, jit)
+                 for jit in (False, True)]
+        print('%-44s %12.0f %12.0f' %
+              ('suite_tf + 64-64 MLP policy, batch %d' % b, *rates),
+              flush=True)
         rates = [policy_rollout_rate(tf, suite_tf, b, steps, jit)
                  for jit in (False, True)]
         print('%-44s %12.0f %12.0f' %
-              ('suite_tf + 64-64 MLP sampling, batch %d' % b, *rates),
+              ('driver rollout, actor-critic, batch %d' % b, *rates),
               flush=True)
     print('%-44s %12.0f' % ('gymnasium SyncVectorEnv random, 8 envs',
                             _best_of(lambda: raw_gym(8, 20000))), flush=True)

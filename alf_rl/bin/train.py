@@ -28,6 +28,21 @@ def _define_flags():
     flags.DEFINE_string('root_dir', None, 'Directory of the run (resumable).')
 
 
+def _add_gin_search_path(directory):
+    """Lets ``include 'other.gin'`` resolve next to the including file.
+
+    Searched before gin's default (the working directory): otherwise gin's
+    package-resource lookup logs a spurious 'Path not found' error first.
+    """
+    import gin
+    prefixes = getattr(gin.config, '_LOCATION_PREFIXES', None)
+    if isinstance(prefixes, list):
+        if directory not in prefixes:
+            prefixes.insert(0, directory)
+    else:
+        gin.add_config_file_search_path(directory)
+
+
 def parse_gin(gin_files, gin_params, root_dir=None):
     """Parses gin files and bindings with a clear error on a bad binding.
 
@@ -46,9 +61,7 @@ def parse_gin(gin_files, gin_params, root_dir=None):
     for path in gin_files or []:
         if not os.path.exists(path):
             raise ValueError("gin file not found: %s" % path)
-        # `include 'other.gin'` resolves next to the including file.
-        gin.add_config_file_search_path(
-            os.path.dirname(os.path.abspath(path)))
+        _add_gin_search_path(os.path.dirname(os.path.abspath(path)))
     bindings = list(gin_params or [])
     if root_dir:
         bindings.append("TrainerConfig.root_dir=%r" % root_dir)
