@@ -156,8 +156,12 @@ class Driver(object):
             tf.constant(num_steps, tf.int32))
 
     # ------------------------------------------------------------ internals
-    def _policy_step(self, time_step, policy_state):
+    def _policy_step(self, time_step, policy_state, update_normalizers=True):
         """Resets state at FIRST steps and calls ``rollout``.
+
+        ``update_normalizers=False`` for a step that will be seen again
+        (the on-policy bootstrap row in 'redo'/'none' mode), so that its
+        observation and reward are folded into the statistics once.
 
         Returns:
             ``(transformed time step, policy step with stop-gradient action,
@@ -167,8 +171,8 @@ class Driver(object):
         initial = alg.get_initial_rollout_state(self._batch_size)
         policy_state = reset_state_if_necessary(policy_state, initial,
                                                 time_step.is_first())
-        transformed = alg.transform_timestep(time_step,
-                                             update_normalizers=True)
+        transformed = alg.transform_timestep(
+            time_step, update_normalizers=update_normalizers)
         policy_step = alg.rollout(transformed, policy_state)
         action = tf.nest.map_structure(tf.stop_gradient, policy_step.action)
         return transformed, policy_step._replace(action=action), policy_state

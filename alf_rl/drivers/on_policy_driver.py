@@ -128,9 +128,10 @@ class OnPolicyDriver(Driver):
         info = trace_outputs(_rollout, ts_spec, state_spec)
         return dist_ops.extract_spec(info, from_dim=1)
 
-    def _training_step(self, time_step, policy_state):
-        transformed, policy_step, _ = self._policy_step(time_step,
-                                                        policy_state)
+    def _training_step(self, time_step, policy_state,
+                       update_normalizers=True):
+        transformed, policy_step, _ = self._policy_step(
+            time_step, policy_state, update_normalizers=update_normalizers)
         info = TrainingInfo(action=policy_step.action,
                             step_type=transformed.step_type,
                             reward=transformed.reward,
@@ -172,7 +173,11 @@ class OnPolicyDriver(Driver):
                         tensor_arrays),
                 maximum_iterations=self._train_interval)
             if self._final_step_mode != 'none':
-                policy_step, info = self._training_step(time_step, policy_state)
+                # In 'redo' mode this step starts the next iteration again;
+                # only 'skip' executes it, so only then it is counted now.
+                policy_step, info = self._training_step(
+                    time_step, policy_state,
+                    update_normalizers=self._final_step_mode == 'skip')
                 tensor_arrays = tf.nest.map_structure(
                     lambda ta, x: ta.write(self._train_interval, x),
                     tensor_arrays, info)

@@ -47,6 +47,20 @@ def test_rollout_updates_statistics_and_training_learns():
     assert float(average_return) >= 3.5  # of at most 4
 
 
+@pytest.mark.parametrize('mode, steps_per_iteration', [('redo', 8),
+                                                       ('skip', 9)])
+def test_each_env_step_is_counted_once(mode, steps_per_iteration):
+    # 'redo' runs rollout on the final step twice (to bootstrap, then again
+    # as the next iteration's first step): it is counted once. 'skip'
+    # executes that final step, so it is a new step every iteration.
+    env, alg = _make()
+    driver = OnPolicyDriver(env, alg, train_interval=8, final_step_mode=mode)
+    for _ in range(3):
+        driver.run()
+    count = float(alg._observation_normalizer.count)
+    assert count == 3 * steps_per_iteration * 16
+
+
 def test_replay_training_does_not_update_statistics():
     env, alg = _make(1)
     alg.prepare_off_policy_specs()

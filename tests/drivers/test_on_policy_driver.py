@@ -44,11 +44,14 @@ def test_exact_step_and_episode_counts(mode, steps_per_iter):
     total = 10 * steps_per_iter  # env.step calls per environment
     # Episodes of 5 steps: FIRST + 4 transitions; the step after LAST is a
     # reset (FIRST), not a transition.
+    # Each cycle of 5 env.step calls: 4 transitions (the 4th is LAST), then
+    # the reset; a partial cycle of `rem` calls has `rem` transitions and
+    # ends an episode only if rem == 4.
     cycles, rem = divmod(total, 5)
     transitions = cycles * 4 + rem
     assert _metric(driver, 'EnvironmentSteps') == transitions * 4
     assert _metric(driver, 'NumberOfEpisodes') == cycles * 4 + (
-        4 if rem == 5 else 0)
+        4 if rem == 4 else 0)
     assert _metric(driver, 'AverageReturn') == pytest.approx(4.0)
     assert _metric(driver, 'AverageEpisodeLength') == pytest.approx(4.0)
 
