@@ -62,6 +62,9 @@ def parse_gin(gin_files, gin_params, root_dir=None):
         if not os.path.exists(path):
             raise ValueError("gin file not found: %s" % path)
         _add_gin_search_path(os.path.dirname(os.path.abspath(path)))
+    # Absolute paths: gin then opens them directly instead of trying every
+    # search path (and logging a spurious error for each miss).
+    gin_files = [os.path.abspath(path) for path in gin_files or []]
     bindings = list(gin_params or [])
     if root_dir:
         bindings.append("TrainerConfig.root_dir=%r" % root_dir)
