@@ -18,7 +18,8 @@ EXTRAS = {
     'render': ['pygame>=2.5', 'imageio>=2.30', 'imageio-ffmpeg>=0.5'],
     'atari': ['ale-py>=0.9'],
     'mujoco': ['mujoco>=3.0'],
-    'box2d': ['box2d-py>=2.3.5', 'pygame>=2.5'],
+    # 'box2d' (2.3.10+) ships wheels; 'box2d-py' needs swig and a compiler.
+    'box2d': ['box2d>=2.3.10', 'pygame>=2.5'],
     'dist': ['ray>=2.9'],
 }
 

@@ -46,8 +46,7 @@ def main():
             'TrainerConfig.stop_at_average_return=%r' % args.threshold,
         ])
         now = time.time()
-        updates = result['iterations'] * _query(
-            gin, 'TrainerConfig.num_updates_per_train_step', 1)
+        updates = result['iterations'] * _updates_per_iteration(gin)
         rate = updates / max(result['train_secs'], 1e-9)
         reached = result['Metrics/AverageReturn'] >= args.threshold
         first = result['first_iteration_secs']
@@ -60,6 +59,20 @@ def main():
                result['Metrics/EnvironmentSteps'], now - START,
                result['train_secs'], first, result['train_secs'] - first,
                updates, rate), flush=True)
+
+
+def _updates_per_iteration(gin):
+    """Gradient updates per training iteration of the configured trainer."""
+    epochs = _query(gin, 'TrainerConfig.num_updates_per_train_step', 1)
+    if not _query(gin, 'TrainerConfig.clear_replay_buffer', False):
+        return epochs  # one sampled mini-batch per update
+    # Epochs over what one iteration collected, in mini-batches.
+    envs = _query(gin, 'create_environment.num_parallel_environments', 1)
+    unroll = _query(gin, 'TrainerConfig.unroll_length', 8)
+    length = _query(gin, 'TrainerConfig.mini_batch_length', None) or unroll
+    size = _query(gin, 'TrainerConfig.mini_batch_size', None)
+    sequences = envs * unroll // length
+    return epochs * max(sequences // (size or sequences), 1)
 
 
 def _query(gin, name, default):

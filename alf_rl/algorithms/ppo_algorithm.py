@@ -48,7 +48,8 @@ class PPOAlgorithm(ActorCriticAlgorithm):
         loss: a ``PPOLoss``; defaults to ``PPOLoss()``.
         target_kl: if set, stop this iteration's remaining epochs and
             mini-batches once a mini-batch's mean approximate KL
-            (``log pi_old - log pi``) exceeds ``1.5 * target_kl`` (as SB3).
+            (``(r - 1) - log r``, r = pi / pi_old) exceeds
+            ``1.5 * target_kl`` (as SB3).
         use_rollout_state: for recurrent networks: store the rollout state
             in the experience and start every training sequence from it
             (then ``TrainerConfig.mini_batch_length`` must be > 1, e.g. the

@@ -31,7 +31,7 @@ PPOLossInfo = namedtuple(
         'pg_loss',  # [T, B] clipped surrogate loss
         'td_loss',  # [T, B] (weighted) value loss
         'neg_entropy',  # [T, B] -H(pi(.|s_t)), () without entropy bonus
-        'approx_kl',  # [T, B] log pi_old(a_t|s_t) - log pi(a_t|s_t)
+        'approx_kl',  # [T, B] (r_t - 1) - log r_t, r_t = pi/pi_old
         'clip_fraction',  # [T, B] 1.0 where |r_t - 1| > eps
         'explained_variance',  # [] of the value function on the returns
     ],
@@ -177,7 +177,11 @@ class PPOLoss(ActorCriticLoss):
         if self._entropy_regularization:
             neg_entropy = -dist_ops.entropy(action_distribution)
             loss += self._entropy_regularization * neg_entropy
-        approx_kl = tf.stop_gradient(old_log_pi - log_pi)
+        # (r - 1) - log r: an unbiased, never negative estimate of
+        # KL(pi_old || pi) (Schulman's "k3"; SB3 uses it), far less noisy
+        # over one mini-batch than log pi_old - log pi.
+        log_ratio = tf.stop_gradient(log_pi - old_log_pi)
+        approx_kl = tf.exp(log_ratio) - 1.0 - log_ratio
         clip_fraction = tf.cast(
             tf.greater(tf.abs(tf.stop_gradient(ratio) - 1.0), eps),
             tf.float32)

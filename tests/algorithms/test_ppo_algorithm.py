@@ -70,9 +70,11 @@ def test_ppo_loss_clips_the_ratio_on_both_sides():
                                [[-2.4, 3.0, -1.0, 1.6]], rtol=1e-5)
     np.testing.assert_allclose(loss_info.extra.clip_fraction.numpy(),
                                [[1., 1., 1., 1.]])
-    np.testing.assert_allclose(
-        loss_info.extra.approx_kl.numpy(),
-        [np.log([0.4 / 0.6, 0.4 / 0.6, 0.6 / 0.3, 0.6 / 0.3])], rtol=1e-5)
+    # (r - 1) - log r with r = 1.5, 1.5, 0.5, 0.5: >= 0 either way.
+    r = np.array([1.5, 1.5, 0.5, 0.5])
+    np.testing.assert_allclose(loss_info.extra.approx_kl.numpy(),
+                               [(r - 1) - np.log(r)], rtol=1e-5)
+    assert np.all(loss_info.extra.approx_kl.numpy() >= 0)
     # Zero values and returns: no value loss; total = pg_loss.
     np.testing.assert_allclose(loss_info.loss.numpy(),
                                loss_info.extra.pg_loss.numpy())
