@@ -105,6 +105,13 @@ def _main(argv):
     except (ValueError, TypeError, TrainingError, CheckpointError) as e:
         print('alf-train: error: %s' % e, file=sys.stderr)
         sys.exit(1)
+    except KeyboardInterrupt:
+        # Checkpoints are written atomically: the newest complete one is
+        # intact, and rerunning the same command resumes from it.
+        print('alf-train: interrupted; rerun the same command to resume '
+              'from the last checkpoint in %s' % FLAGS.root_dir,
+              file=sys.stderr)
+        sys.exit(130)
     print('alf-train: done: ' + ', '.join(
         '%s=%.4g' % (k, v) for k, v in sorted(result.items())))
 
