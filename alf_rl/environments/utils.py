@@ -80,7 +80,10 @@ def create_environment(env_name='CartPole-v1',
                              batch_size=int(num_parallel_environments),
                              seed=seed,
                              max_episode_steps=max_episode_steps)
-    if env_load_fn is suite_gym.load:
+    # Also for functools.partial(suite_gym.load, ...) (e.g. gym_load_fn's
+    # wrapped loader): fail on an unknown id before any worker starts.
+    if (env_load_fn is suite_gym.load
+            or getattr(env_load_fn, 'func', None) is suite_gym.load):
         suite_gym.check_env_id(env_name)
     if seed is None:
         seed = int(np.random.randint(0, 2**31 - 1 - num_parallel_environments))

@@ -22,6 +22,18 @@ def test_unknown_env_id_raises_before_any_worker_starts(monkeypatch):
     assert started == []
 
 
+def test_unknown_env_id_with_wrapped_gym_loader_raises_early(monkeypatch):
+    import functools
+    started = []
+    monkeypatch.setattr(ParallelPyEnvironment, '__init__',
+                        lambda *a, **k: started.append(1))
+    loader = functools.partial(suite_gym.load, gym_env_wrappers=())
+    with pytest.raises(ValueError, match=r"'CartPoleX-v1'"):
+        create_environment('CartPoleX-v1', num_parallel_environments=2,
+                           use_subprocess=True, env_load_fn=loader)
+    assert started == []
+
+
 def test_in_process_env_i_is_seeded_with_seed_plus_i():
     env = create_environment('CartPole-v1', num_parallel_environments=3,
                              seed=7, max_episode_steps=20)
