@@ -35,12 +35,18 @@ from rollout_throughput import _best_of, raw_gym  # noqa: E402
 def random_rollout_rate(tf, suite_tf, batch_size, steps, jit):
     """Env steps/s of random actions in a while loop (best of 3)."""
     env = suite_tf.load('CartPole-v1', batch_size, seed=0)
+    return _loop_rate(tf, env, _random_actions(tf, suite_tf, batch_size),
+                      steps, jit)
+
+
+def _random_actions(tf, suite_tf, batch_size):
+    """``action_fn(i, time_step)`` drawing [B] random CartPole actions."""
 
     def action_fn(i, time_step):
         u = suite_tf.stateless_uniform([batch_size], [7, i], 0.0, 2.0)
         return tf.cast(u, tf.int64)
 
-    return _loop_rate(tf, env, action_fn, steps, jit)
+    return action_fn
 
 
 def _loop_rate(tf, env, action_fn, steps, jit):
@@ -185,25 +191,10 @@ def main():
     from alf_rl.environments.utils import create_environment
     env = create_environment('CartPole-v1', 8, seed=0)
 
-    @tf.function(autograph=False)
-    def gym_loop(time_step, num):
-
-        def body(i, ts):
-            u = suite_tf.stateless_uniform([8], [7, i], 0.0, 2.0)
-            return i + 1, env.step(tf.cast(u, tf.int64))
-
-        return tf.while_loop(lambda i, _: i < num, body,
-                             (tf.constant(0), time_step))[1]
-
-    def gym_measure():
-        ts = env.reset()
-        gym_loop(ts, tf.constant(10))
-        start = time.perf_counter()
-        gym_loop(ts, tf.constant(5000)).reward.numpy()
-        return 5000 * 8 / (time.perf_counter() - start)
-
+    gym_rate = _loop_rate(tf, env, _random_actions(tf, suite_tf, 8), 5000,
+                          jit=False)
     print('%-44s %12.0f' % ('TFPyEnvironment (gymnasium) random, 8 envs',
-                            _best_of(gym_measure)), flush=True)
+                            gym_rate), flush=True)
     env.close()
 
     print('\nPPO training iterations (rollout + updates), env steps/s:',

@@ -15,3 +15,25 @@ def _clear_gin():
     gin.clear_config()
     yield
     gin.clear_config()
+
+
+@pytest.fixture
+def memory_task_networks():
+    """``networks(recurrent) -> (actor_network_ctor, value_network_ctor)``:
+    the small LSTM or feed-forward pair the memory-task learning tests
+    compare (``RNNPolicyUnittestEnv``)."""
+    from alf_rl.networks import (ActorDistributionNetwork,
+                                 ActorDistributionRnnNetwork, ValueNetwork,
+                                 ValueRnnNetwork)
+
+    def networks(recurrent):
+        if recurrent:
+            return (lambda o, a: ActorDistributionRnnNetwork(
+                o, a, input_fc_layer_params=(32, ), lstm_size=(16, )),
+                    lambda o: ValueRnnNetwork(
+                        o, input_fc_layer_params=(32, ), lstm_size=(16, )))
+        return (lambda o, a: ActorDistributionNetwork(
+            o, a, fc_layer_params=(32, )),
+                lambda o: ValueNetwork(o, fc_layer_params=(32, )))
+
+    return networks

@@ -13,9 +13,7 @@ from alf_rl.drivers import SyncOffPolicyDriver
 from alf_rl.environments.suite_unittest import (PolicyUnittestEnv,
                                                 RNNPolicyUnittestEnv)
 from alf_rl.environments.tf_environment import TFPyEnvironment
-from alf_rl.networks import (ActorDistributionNetwork,
-                             ActorDistributionRnnNetwork, ValueNetwork,
-                             ValueRnnNetwork)
+from alf_rl.networks import ActorDistributionNetwork, ValueNetwork
 from alf_rl.replay import OnetimeExperienceReplayer
 from alf_rl.utils.common import set_random_seed
 from alf_rl.utils.schedules import (LinearSchedule, PiecewiseConstantSchedule,
@@ -147,19 +145,11 @@ def test_rnn_trainer_path_runs(tmp_path):
     assert result['iterations'] == 2
 
 
-def _rnn_ppo_return(recurrent, seed, iterations=30, batch_size=32):
+def _rnn_ppo_return(networks, recurrent, seed, iterations=30, batch_size=32):
     set_random_seed(seed)
     env = TFPyEnvironment(
         RNNPolicyUnittestEnv(batch_size, episode_length=5, gap=3, seed=seed))
-    if recurrent:
-        actor = lambda o, a: ActorDistributionRnnNetwork(
-            o, a, input_fc_layer_params=(32, ), lstm_size=(16, ))
-        value = lambda o: ValueRnnNetwork(o, input_fc_layer_params=(32, ),
-                                          lstm_size=(16, ))
-    else:
-        actor = lambda o, a: ActorDistributionNetwork(o, a,
-                                                      fc_layer_params=(32, ))
-        value = lambda o: ValueNetwork(o, fc_layer_params=(32, ))
+    actor, value = networks(recurrent)
     alg = PPOAlgorithm(env.observation_spec(), env.action_spec(),
                        actor_network_ctor=actor, value_network_ctor=value,
                        loss=PPOLoss(gamma=1.0, td_lambda=0.95,
@@ -189,11 +179,12 @@ def _rnn_ppo_return(recurrent, seed, iterations=30, batch_size=32):
     return float(np.mean(returns))
 
 
-def test_recurrent_ppo_remembers_and_feed_forward_does_not():
+def test_recurrent_ppo_remembers_and_feed_forward_does_not(
+        memory_task_networks):
     # RNNPolicyUnittestEnv(5, gap=3): optimum 2.0, memoryless chance 1.0.
     # Observed (mean of the last 10 of 30 iterations): recurrent 1.99 / 2.00,
     # feed-forward 1.15 / 0.98 on seeds 0 / 1.
-    recurrent = _rnn_ppo_return(True, 0)
-    feed_forward = _rnn_ppo_return(False, 0)
+    recurrent = _rnn_ppo_return(memory_task_networks, True, 0)
+    feed_forward = _rnn_ppo_return(memory_task_networks, False, 0)
     assert recurrent >= 0.95 * 2.0, (recurrent, feed_forward)
     assert feed_forward <= 1.3, (recurrent, feed_forward)

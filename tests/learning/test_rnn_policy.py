@@ -17,28 +17,17 @@ from alf_rl.algorithms import ActorCriticAlgorithm, ActorCriticLoss
 from alf_rl.drivers import OnPolicyDriver
 from alf_rl.environments.suite_unittest import RNNPolicyUnittestEnv
 from alf_rl.environments.tf_environment import TFPyEnvironment
-from alf_rl.networks import (ActorDistributionNetwork,
-                             ActorDistributionRnnNetwork, ValueNetwork,
-                             ValueRnnNetwork)
 from alf_rl.utils.common import set_random_seed
 
 OPTIMAL_RETURN = 2.0  # rewarded steps 3 and 4 of a 5-step episode
 CHANCE_RETURN = 1.0
 
 
-def _train(recurrent, seed, iterations=100, batch_size=32):
+def _train(networks, recurrent, seed, iterations=100, batch_size=32):
     set_random_seed(seed)
     env = TFPyEnvironment(
         RNNPolicyUnittestEnv(batch_size, episode_length=5, gap=3, seed=seed))
-    if recurrent:
-        actor = lambda o, a: ActorDistributionRnnNetwork(
-            o, a, input_fc_layer_params=(32, ), lstm_size=(16, ))
-        value = lambda o: ValueRnnNetwork(o, input_fc_layer_params=(32, ),
-                                          lstm_size=(16, ))
-    else:
-        actor = lambda o, a: ActorDistributionNetwork(o, a,
-                                                      fc_layer_params=(32, ))
-        value = lambda o: ValueNetwork(o, fc_layer_params=(32, ))
+    actor, value = networks(recurrent)
     alg = ActorCriticAlgorithm(
         env.observation_spec(), env.action_spec(),
         actor_network_ctor=actor, value_network_ctor=value,
@@ -58,11 +47,12 @@ def _train(recurrent, seed, iterations=100, batch_size=32):
 
 
 @pytest.mark.parametrize('seed', [0, 1])
-def test_rnn_policy_remembers_and_feed_forward_does_not(seed):
+def test_rnn_policy_remembers_and_feed_forward_does_not(
+        seed, memory_task_networks):
     # Observed (mean of the last 10 readings, seeds 0/1/2): recurrent
     # 2.00/2.00/2.00 (optimum, reached after ~20 iterations); feed-forward
     # 1.05/0.90/0.96 (chance 1.0). Each seed runs both in ~10 s on CPU.
-    recurrent = _train(True, seed)
-    feed_forward = _train(False, seed)
+    recurrent = _train(memory_task_networks, True, seed)
+    feed_forward = _train(memory_task_networks, False, seed)
     assert recurrent >= 0.95 * OPTIMAL_RETURN, (recurrent, feed_forward)
     assert feed_forward <= CHANCE_RETURN + 0.3, (recurrent, feed_forward)
