@@ -134,13 +134,13 @@ def training_rate(gin_file, iterations, extra_params=()):
     config = TrainerConfig()
     trainer = config.trainer(config)
     start = time.perf_counter()
-    trainer._train_iteration()
+    trainer._train_iterations(1)
     first = time.perf_counter() - start
-    trainer._train_iteration()
+    trainer._train_iterations(1)
     steps_before = trainer._env_steps()
     start = time.perf_counter()
-    for _ in range(iterations):
-        loss = trainer._train_iteration()
+    loss, done = trainer._train_iterations(iterations)
+    assert int(done) == iterations
     float(loss.loss)
     elapsed = time.perf_counter() - start
     rate = (trainer._env_steps() - steps_before) / elapsed

@@ -21,7 +21,7 @@ from alf_rl.algorithms.rl_algorithm import RLAlgorithm
 from alf_rl.data_structures import Experience, TrainingInfo
 from alf_rl.ops import distributions as dist_ops
 from alf_rl.specs import add_outer_dims, time_step_spec
-from alf_rl.utils.common import (make_stateless_seed,
+from alf_rl.utils.common import (loop_traced_once, make_stateless_seed,
                                  reset_state_if_necessary, trace_outputs,
                                  valid_step_mask)
 
@@ -239,17 +239,15 @@ class ReplayTrainingMixin(object):
                                           sequences)
             return self._update(_batch_to_time_major(batch), sample_weights)
 
-        # All passes and mini-batches run in one while loop, so the update
-        # is traced twice (first step, loop body) instead of once per
-        # mini-batch (which cost ~1-2 s of tracing each).
-        loss_info = _step(tf.constant(0))
-        if num_steps > 1:
-            loss_info = tf.while_loop(
-                lambda i, info: tf.logical_and(
-                    i < num_steps, self.continue_training(info)),
-                lambda i, _: (i + 1, _step(i)),
-                (tf.constant(1), loss_info))[1]
-        return loss_info
+        if num_steps == 1:
+            # (``last_priorities`` must stay in this graph.)
+            return _step(tf.constant(0))
+        # All passes and mini-batches run in one while loop whose body (the
+        # update) is traced once, not once per mini-batch (which cost ~1-2 s
+        # of tracing each).
+        return loop_traced_once(lambda i, carry: (carry, _step(i)), (),
+                                num_steps,
+                                keep_going=self.continue_training)[1]
 
     def _update(self, experience, sample_weights=None):
         """One gradient update on time-major experience [L, b, ...]."""

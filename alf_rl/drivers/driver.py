@@ -12,7 +12,7 @@ import tensorflow as tf
 from alf_rl.data_structures import LossInfo, make_experience
 from alf_rl.metrics import default_metrics
 from alf_rl.ops import distributions as dist_ops
-from alf_rl.utils.common import reset_state_if_necessary
+from alf_rl.utils.common import loop_traced_once, reset_state_if_necessary
 from alf_rl.utils.nest import assert_same_structure, check_nest_matches_spec
 
 
@@ -120,6 +120,53 @@ class Driver(object):
             return tuple(_check(x) for x in inner(*args))
 
         return tf.function(_checked, autograph=False)
+
+    def _repeat(self, iteration_fn, stop_fn=None):
+        """Wraps one iteration into a loop of up to N iterations in one graph.
+
+        Running several iterations per (compiled) call removes the per-call
+        cost of dispatching a ``tf.function`` and of the trainer's Python
+        loop, which dominates when an iteration is a single environment step
+        and one small update (SAC, DQN, ...).
+
+        Args:
+            iteration_fn: ``(time_step, policy_state, *args) -> (time_step,
+                policy_state, result)``; ``result`` is a nest of tensors of
+                static shapes (e.g. a reduced ``LossInfo``).
+            stop_fn: optional ``() -> scalar bool tensor`` evaluated in the
+                graph after every iteration; the loop stops once it is true
+                (e.g. a step budget or a score was reached).
+
+        Returns:
+            ``fn(time_step, policy_state, num_iterations, *args) ->
+            (time_step, policy_state, result, iterations_done)``: runs
+            ``iteration_fn`` once, then again while ``iterations_done <
+            num_iterations``, ``stop_fn()`` is false and the loss of a
+            ``LossInfo`` result is finite (so a NaN loss stops the loop at
+            the iteration that produced it). ``result`` is the last
+            iteration's; ``iterations_done`` is an int32 scalar. The body is
+            traced once.
+        """
+        def _continue(result):
+            ok = tf.constant(True)
+            if isinstance(result, LossInfo):
+                ok = tf.reduce_all(tf.math.is_finite(result.loss))
+            if stop_fn is not None:
+                ok = tf.logical_and(ok, tf.logical_not(stop_fn()))
+            return ok
+
+        def _loop(time_step, policy_state, num_iterations, *args):
+
+            def _step(i, carry):
+                time_step, policy_state, result = iteration_fn(*carry, *args)
+                return (time_step, policy_state), result
+
+            (time_step, policy_state), result, done = loop_traced_once(
+                _step, (time_step, policy_state), num_iterations,
+                keep_going=_continue)
+            return time_step, policy_state, result, done
+
+        return _loop
 
     @property
     def metrics(self):

@@ -58,20 +58,42 @@ class SyncOffPolicyDriver(Driver):
         Returns:
             What ``train_fn`` returned.
         """
+        return self.run_and_train_iterations(num_steps, train_fn, 1)[0]
+
+    def run_and_train_iterations(self, num_steps, train_fn, num_iterations,
+                                 stop_fn=None):
+        """Up to ``num_iterations`` times: collect ``num_steps`` batched
+        steps, then ``train_fn()``; all in one compiled call.
+
+        Args:
+            num_steps: steps per environment per iteration.
+            train_fn: a callable with no arguments returning a nest of
+                tensors of static shapes (e.g. a reduced ``LossInfo``);
+                fixed at the first call.
+            num_iterations: the most iterations to run (>= 1).
+            stop_fn: ``() -> scalar bool tensor`` checked in the graph after
+                each iteration (e.g. a score reached); fixed at the first
+                call. A ``LossInfo`` with a non-finite loss also stops.
+        Returns:
+            ``(result, iterations_done)``: what the last ``train_fn()``
+            returned, and the number of iterations run (int32 scalar).
+        """
         if self._time_step is None:
             self.reset()
         if self._run_and_train_fn is None:
 
-            def _fn(time_step, policy_state, num_steps):
+            def _iteration(time_step, policy_state, num_steps):
                 time_step, policy_state = self._rollout_loop(
                     time_step, policy_state, num_steps)
                 return time_step, policy_state, train_fn()
 
-            self._run_and_train_fn = self._compile(_fn)
-        self._time_step, self._policy_state, result = self._run_and_train_fn(
-            self._time_step, self._policy_state,
-            tf.constant(num_steps, tf.int32))
-        return result
+            self._run_and_train_fn = self._compile(
+                self._repeat(_iteration, stop_fn))
+        (self._time_step, self._policy_state, result,
+         done) = self._run_and_train_fn(self._time_step, self._policy_state,
+                                        tf.constant(num_iterations, tf.int32),
+                                        tf.constant(num_steps, tf.int32))
+        return result, done
 
     def run(self, num_steps):
         """Collects ``num_steps`` batched steps (``num_steps * B`` env steps).

@@ -82,7 +82,7 @@ class OnPolicyDriver(Driver):
         algorithm.build_optimizers()
         self._persistent_tape = len(
             algorithm.get_optimizer_and_variable_sets()) > 1
-        self._run_fn = self._compile(self._run_iteration)
+        self._run_fn = None
 
     # ------------------------------------------------------------ public
     @property
@@ -102,11 +102,29 @@ class OnPolicyDriver(Driver):
         Returns:
             ``LossInfo`` with scalar leaves (the reduced losses).
         """
+        return self.run_iterations(1)[0]
+
+    def run_iterations(self, num_iterations, stop_fn=None):
+        """Runs up to ``num_iterations`` training iterations in one call.
+
+        Args:
+            num_iterations: the most iterations to run (>= 1).
+            stop_fn: ``() -> scalar bool tensor`` checked in the graph after
+                each iteration (e.g. a score reached); fixed at the first
+                call. A non-finite loss also stops the loop.
+        Returns:
+            ``(loss_info, iterations_done)``: the last iteration's reduced
+            ``LossInfo`` and the number of iterations run (int32 scalar).
+        """
         if self._time_step is None:
             self.reset()
-        self._time_step, self._policy_state, loss_info = self._run_fn(
-            self._time_step, self._policy_state)
-        return loss_info
+        if self._run_fn is None:
+            self._run_fn = self._compile(
+                self._repeat(self._run_iteration, stop_fn))
+        (self._time_step, self._policy_state, loss_info,
+         done) = self._run_fn(self._time_step, self._policy_state,
+                              tf.constant(num_iterations, tf.int32))
+        return loss_info, done
 
     # ------------------------------------------------------------ internals
     def _trace_info_spec(self):

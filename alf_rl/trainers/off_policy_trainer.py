@@ -183,13 +183,15 @@ class OffPolicyTrainer(Trainer):
                 type(self._algorithm).__name__)
         return loss_info, priorities
 
-    def _train_iteration(self):
+    def _train_iterations(self, num_iterations):
         c = self._config
         batch_size = self._env.batch_size
         first = int(self._iteration.numpy()) == 0 and c.initial_collect_steps
         if first and not self._restored_replay_data():
             self._driver.run(max(c.initial_collect_steps // batch_size, 1))
-        return self._driver.run_and_train(c.unroll_length, self._train)
+        return self._driver.run_and_train_iterations(
+            c.unroll_length, self._train, num_iterations,
+            stop_fn=self._stop_condition)
 
     def _restored_replay_data(self):
         buffer = getattr(self._replayer, 'buffer', None)

@@ -24,5 +24,6 @@ class OnPolicyTrainer(Trainer):
                               use_tf_functions=c.use_tf_functions,
                               jit_compile=c.jit_compile)
 
-    def _train_iteration(self):
-        return self._driver.run()
+    def _train_iterations(self, num_iterations):
+        return self._driver.run_iterations(num_iterations,
+                                           stop_fn=self._stop_condition)

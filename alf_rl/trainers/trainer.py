@@ -3,8 +3,8 @@
 A trainer owns everything that is not an algorithm: environments, the
 driver, checkpoints (atomic, resumable), TensorBoard summaries, periodic
 greedy evaluation, the operative ``config.gin`` and a progress line on the
-terminal. Subclasses only say how one training iteration runs
-(``_train_iteration``).
+terminal. Subclasses only say how training iterations run
+(``_train_iterations``, several per compiled call).
 
 Outputs under ``root_dir``: ``train/`` and ``eval/`` event files, ``ckpt/``
 checkpoints, ``config.gin``.
@@ -68,6 +68,17 @@ class TrainerConfig(object):
         stop_at_average_return: if set, stop (with a checkpoint) once the
             training ``AverageReturn`` metric reaches it, like
             Stable-Baselines3's ``StopTrainingOnRewardThreshold``.
+        iterations_per_call: training iterations run inside one compiled
+            call (a ``tf.while_loop`` around the iteration), like Keras'
+            ``steps_per_execution``: an int >= 1, or ``'auto'`` to size
+            each call to about ``call_target_secs`` from the measured
+            iteration time. Calls always end at summary, evaluation and
+            checkpoint iterations; the step budget and
+            ``stop_at_average_return`` are checked in the graph after every
+            iteration, and a non-finite loss stops the loop at once. The
+            first call runs one iteration (tracing is timed separately).
+        call_target_secs: the wall-clock a call aims at with
+            ``iterations_per_call='auto'``.
     """
 
     def __init__(self,
@@ -96,7 +107,9 @@ class TrainerConfig(object):
                  replay_buffer_capacity=100000,
                  clear_replay_buffer=False,
                  prioritized_replay=False,
-                 stop_at_average_return=None):
+                 stop_at_average_return=None,
+                 iterations_per_call='auto',
+                 call_target_secs=0.2):
         if algorithm_ctor is None:
             raise ValueError("TrainerConfig.algorithm_ctor is required, e.g. "
                              "TrainerConfig.algorithm_ctor=@ActorCriticAlgorithm")
@@ -136,6 +149,17 @@ class TrainerConfig(object):
         self.replay_buffer_capacity = int(replay_buffer_capacity)
         self.clear_replay_buffer = clear_replay_buffer
         self.prioritized_replay = prioritized_replay
+        if iterations_per_call != 'auto' and (
+                not isinstance(iterations_per_call, int)
+                or iterations_per_call < 1):
+            raise ValueError("TrainerConfig.iterations_per_call must be an "
+                             "int >= 1 or 'auto', got %r" %
+                             (iterations_per_call, ))
+        if float(call_target_secs) <= 0:
+            raise ValueError("TrainerConfig.call_target_secs must be > 0, "
+                             "got %r" % (call_target_secs, ))
+        self.iterations_per_call = iterations_per_call
+        self.call_target_secs = float(call_target_secs)
 
 
 class TrainingError(RuntimeError):
@@ -187,9 +211,60 @@ class Trainer(object):
     def _create_driver(self):
         raise NotImplementedError()
 
-    def _train_iteration(self):
-        """Runs one iteration; returns a reduced ``LossInfo``."""
+    def _train_iterations(self, num_iterations):
+        """Runs up to ``num_iterations`` iterations in one compiled call,
+        stopping early once ``_stop_condition()`` holds.
+
+        Returns:
+            ``(loss_info, iterations_done)``: the last iteration's reduced
+            ``LossInfo`` and how many iterations ran.
+        """
         raise NotImplementedError()
+
+    def _stop_condition(self):
+        """In-graph: the step budget or ``stop_at_average_return`` reached.
+
+        Returns:
+            a scalar bool tensor.
+        """
+        c = self._config
+        stop = tf.constant(False)
+        if c.stop_at_average_return is not None:
+            stop = tf.logical_or(
+                stop, self._metrics['AverageReturn'].result() >=
+                c.stop_at_average_return)
+        if c.num_env_steps > 0:
+            stop = tf.logical_or(
+                stop, self._metrics['EnvironmentSteps'].result() >=
+                c.num_env_steps)
+        return stop
+
+    def _iterations_for_call(self, iteration, secs_per_iteration):
+        """How many iterations the next call runs: ``iterations_per_call``
+        (or, for ``'auto'``, about ``call_target_secs`` worth), cut at the
+        next summary/evaluation/checkpoint iteration and at
+        ``num_iterations``.
+
+        Args:
+            iteration: iterations done so far.
+            secs_per_iteration: measured wall-clock of one iteration, or
+                ``None`` before it is known (then 1 is returned).
+        """
+        c = self._config
+        if c.iterations_per_call == 'auto':
+            if secs_per_iteration is None:
+                return 1
+            n = int(c.call_target_secs / max(secs_per_iteration, 1e-6))
+        else:
+            n = c.iterations_per_call
+        intervals = [c.summary_interval, c.checkpoint_interval]
+        if c.evaluate:
+            intervals.append(c.eval_interval)
+        for interval in intervals:
+            n = min(n, interval - iteration % interval)
+        if c.num_iterations > 0:
+            n = min(n, c.num_iterations - iteration)
+        return max(n, 1)
 
     def _checkpoint_objects(self):
         """Extra trackable objects to checkpoint (e.g. a replay buffer)."""
@@ -242,12 +317,14 @@ class Trainer(object):
             for name, m in self._metrics.items()
         }
 
-    def _raise_clear_error(self, error):
+    def _raise_clear_error(self, error, num_iterations=1):
         it = int(self._iteration.numpy()) + 1
+        where = ("at iteration %d" % it if num_iterations == 1 else
+                 "in iterations %d-%d" % (it, it + num_iterations - 1))
         env_error = getattr(self._env, 'last_error', None)
         if env_error is not None:
-            raise TrainingError("training stopped at iteration %d: %s" %
-                                (it, env_error)) from env_error
+            raise TrainingError("training stopped %s: %s" %
+                                (where, env_error)) from env_error
         message = getattr(error, 'message', str(error))
         if 'loss of' in message and ('NaN' in message or 'Inf' in message):
             applied = ("the XLA-compiled update was already applied"
@@ -257,9 +334,9 @@ class Trainer(object):
             detail = next((line.strip() for line in message.split('\n')
                            if 'loss of' in line), message)
             raise TrainingError(
-                "training stopped at iteration %d: non-finite loss (%s); %s "
+                "training stopped %s: non-finite loss (%s); %s "
                 "and no checkpoint was written for this iteration." %
-                (it, detail[:500], applied)) from error
+                (where, detail[:500], applied)) from error
         raise error
 
     def evaluate(self):
@@ -302,18 +379,26 @@ class Trainer(object):
         last_eval = {}
         last_summary_time, last_summary_steps = start_time, start_steps
         first_iteration_secs = None
+        secs_per_iteration = None
         try:
             while not self._done():
+                n = (1 if first_iteration_secs is None else
+                     self._iterations_for_call(int(self._iteration.numpy()),
+                                               secs_per_iteration))
+                call_start = time.time()
                 try:
-                    loss_info = self._train_iteration()
+                    loss_info, done = self._train_iterations(n)
+                    done = int(done)
                 except tf.errors.OpError as e:
-                    self._raise_clear_error(e)
-                self._iteration.assign_add(1)
+                    self._raise_clear_error(e, n)
+                self._iteration.assign_add(done)
                 it = int(self._iteration.numpy())
                 now = time.time()
                 if first_iteration_secs is None:
                     # Tracing (and XLA compilation) happen in this one.
                     first_iteration_secs = now - start_time
+                else:
+                    secs_per_iteration = (now - call_start) / max(done, 1)
                 if it % c.summary_interval == 0:
                     env_steps = self._env_steps()
                     scalars = self._metric_scalars()

@@ -98,6 +98,59 @@ def trace_outputs(fn, *input_specs):
     return captured[0]
 
 
+def loop_traced_once(step_fn, carry, num_steps, keep_going=None):
+    """``tf.while_loop`` over ``step_fn`` that traces ``step_fn`` once.
+
+    A loop that must return the last step's result needs the result's
+    structure before the loop starts; peeling the first step off the loop
+    for it traces ``step_fn`` twice (double tracing and graph-optimization
+    time for a large step, e.g. a whole update). Here ``step_fn`` is traced
+    once as a ``tf.function`` whose output structure gives the initial
+    zeros, and the loop body calls it.
+
+    Args:
+        step_fn: ``(i, carry) -> (carry, result)``; ``i`` an int32 scalar
+            tensor, ``carry`` and ``result`` nests of tensors with static
+            shapes (``carry`` keeps its structure and shapes).
+        carry: the initial carry (may be ``()``).
+        num_steps: int or int32 scalar tensor, the most steps to run; at
+            least one step always runs.
+        keep_going: optional ``(result) -> scalar bool tensor``, checked
+            after each step; the loop stops once it is false.
+
+    Returns:
+        ``(carry, result, steps_done)``: the final carry, the last step's
+        result and an int32 scalar. Eagerly, a Python loop.
+    """
+
+    def _go(result):
+        return tf.constant(True) if keep_going is None else keep_going(result)
+
+    if tf.executing_eagerly():
+        i = 0
+        while True:
+            carry, result = step_fn(tf.constant(i), carry)
+            i += 1
+            if i >= int(num_steps) or not bool(_go(result)):
+                return carry, result, tf.constant(i)
+
+    inner = tf.function(step_fn, autograph=False)
+    outputs = inner.get_concrete_function(tf.constant(0),
+                                          carry).structured_outputs
+    zeros = tf.nest.map_structure(lambda x: tf.zeros(x.shape, x.dtype),
+                                  outputs[1])
+
+    def _body(i, carry, result, go):
+        carry, result = inner(i, carry)
+        return i + 1, carry, result, _go(result)
+
+    i, carry, result, _ = tf.while_loop(
+        lambda i, carry, result, go: tf.logical_and(
+            tf.logical_or(tf.equal(i, 0), go), i < num_steps),
+        _body, (tf.constant(0), carry, zeros, tf.constant(True)))
+    return carry, result, i
+
+
 def check_feed_forward(owner, networks):
     """Raises ``ValueError`` if any of ``networks`` keeps a recurrent state.
 

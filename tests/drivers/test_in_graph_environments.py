@@ -127,16 +127,16 @@ def _on_policy_graph_def(env, jit_compile=False):
     alg = _ac(env)
     driver = OnPolicyDriver(env, alg, train_interval=3,
                             jit_compile=jit_compile)
-    driver.reset()
-    concrete = driver._run_fn.get_concrete_function(driver._time_step,
-                                                    driver._policy_state)
+    driver.run()
+    concrete = driver._run_fn.get_concrete_function(
+        driver._time_step, driver._policy_state, tf.constant(1, tf.int32))
     return concrete.graph.as_graph_def()
 
 
 def _run_and_train_graph_def(driver, num_steps):
     """The graph of ``driver.run_and_train`` as traced by its first call."""
     concrete = driver._run_and_train_fn.get_concrete_function(
-        driver._time_step, driver._policy_state,
+        driver._time_step, driver._policy_state, tf.constant(1, tf.int32),
         tf.constant(num_steps, tf.int32))
     return concrete.graph.as_graph_def()
 
@@ -272,7 +272,8 @@ def test_a2c_iterations_count_exactly_and_stop_on_nan_loss(jit_compile):
     # The traced iteration: the env in the graph, no Python callback, and
     # under jit_compile an XLA-marked function holding the loop.
     graph_def = driver._run_fn.get_concrete_function(
-        driver._time_step, driver._policy_state).graph.as_graph_def()
+        driver._time_step, driver._policy_state,
+        tf.constant(1, tf.int32)).graph.as_graph_def()
     ops = _op_types(graph_def)
     assert not ops & PYTHON_OPS
     assert ops & {'While', 'StatelessWhile'}

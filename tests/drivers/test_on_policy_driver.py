@@ -67,9 +67,10 @@ def test_traces_once_over_iterations():
 def test_one_numpy_function_per_env_step_in_graph():
     env, alg = _make()
     driver = OnPolicyDriver(env, alg, train_interval=4)
-    driver.reset()
-    graph = driver._run_fn.get_concrete_function(driver._time_step,
-                                                 driver._policy_state).graph
+    driver.run()
+    graph = driver._run_fn.get_concrete_function(
+        driver._time_step, driver._policy_state,
+        tf.constant(1, tf.int32)).graph
     ops = [op.type for op in graph.get_operations()]
     # The whole unroll is one while loop: its body calls the env once.
     assert ops.count('While') + ops.count('StatelessWhile') >= 1

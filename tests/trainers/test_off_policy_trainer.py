@@ -83,3 +83,21 @@ def test_jit_compiled_updates_train_and_stop_on_nan(tmp_path):
             'TrainerConfig.jit_compile=True',
             'ActorCriticLoss.td_loss_weight=1e400'
         ])
+
+
+def test_several_iterations_per_call_match_one_per_call(tmp_path):
+    """Replay sampling and the initial collection inside chunked calls give
+    the same seeded run as one iteration per call."""
+    results = []
+    for n in (1, 3):
+        gin.clear_config()
+        results.append(train(str(tmp_path / str(n)), [EXAMPLE], UNIFORM + [
+            'TrainerConfig.num_iterations=7', 'TrainerConfig.random_seed=5',
+            'TrainerConfig.summary_interval=4',
+            'TrainerConfig.iterations_per_call=%d' % n
+        ]))
+    assert results[0]['iterations'] == results[1]['iterations'] == 7
+    for key in ('Metrics/EnvironmentSteps', 'Metrics/NumberOfEpisodes'):
+        assert results[0][key] == results[1][key], key
+    assert results[0]['Metrics/AverageReturn'] == pytest.approx(
+        results[1]['Metrics/AverageReturn'], rel=1e-5)
