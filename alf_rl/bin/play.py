@@ -17,7 +17,7 @@ import time
 
 from absl import app, flags
 
-from alf_rl.bin.quiet import import_tensorflow
+from alf_rl.bin.quiet import import_tensorflow, run_app
 
 FLAGS = flags.FLAGS
 
@@ -166,7 +166,7 @@ def _main(argv):
 def main():
     """Console entry point of ``alf-play``."""
     _define_flags()
-    app.run(_main)
+    run_app(_main)
 
 
 if __name__ == '__main__':

@@ -15,7 +15,7 @@ import sys
 
 from absl import app, flags
 
-from alf_rl.bin.quiet import import_tensorflow
+from alf_rl.bin.quiet import import_tensorflow, run_app
 
 FLAGS = flags.FLAGS
 
@@ -119,7 +119,7 @@ def _main(argv):
 def main():
     """Console entry point of ``alf-train``."""
     _define_flags()
-    app.run(_main)
+    run_app(_main)
 
 
 if __name__ == '__main__':

@@ -49,9 +49,12 @@ class OffPolicyTrainer(Trainer):
                 raise ValueError("initial_collect_steps must be 0 with "
                                  "clear_replay_buffer=True (nothing is kept)")
         else:
+            # Seeded from the run's seed: a seeded run replays the same
+            # batches (the sampler's state is checkpointed with the buffer).
             self._replayer = SyncUniformExperienceReplayer(
                 exp_spec, batch_size, capacity=c.replay_buffer_capacity,
-                prioritized=c.prioritized_replay)
+                prioritized=c.prioritized_replay,
+                seed=(self._seed + 104729) % 2**31)
         self._check_batch_sizes(batch_size)
         self._algorithm.build_optimizers()
         # XLA compiles the update (not the replay sampling, whose resource
