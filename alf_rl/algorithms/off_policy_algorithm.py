@@ -263,10 +263,6 @@ class ReplayTrainingMixin(object):
                             rollout_info=rollout_param_spec,
                             env_id=tf.TensorSpec((), tf.int32))
         static_b = experience.step_type.shape[1]
-        tensor_arrays = tf.nest.map_structure(
-            lambda s: tf.TensorArray(
-                s.dtype, size=length,
-                element_shape=[static_b] + s.shape.as_list()), spec)
         if self._use_rollout_state:
             state = tf.nest.map_structure(lambda x: x[0], experience.state)
         else:
@@ -319,6 +315,10 @@ class ReplayTrainingMixin(object):
                 stacked = tf.nest.map_structure(lambda *x: tf.stack(x),
                                                 *rows)
             else:
+                tensor_arrays = tf.nest.map_structure(
+                    lambda s: tf.TensorArray(
+                        s.dtype, size=length,
+                        element_shape=[static_b] + s.shape.as_list()), spec)
                 _, state, tensor_arrays = tf.while_loop(
                     lambda t, *_: t < num_rows, _body,
                     (tf.constant(0), state, tensor_arrays),

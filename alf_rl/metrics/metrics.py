@@ -215,8 +215,13 @@ class _EpisodeAverageMetric(StepMetric):
     def result(self) -> tf.Tensor:
         """[] mean over the filled buffer slots; 0 before any episode ends."""
         # Slots are filled in order from 0, so the filled ones are a prefix.
+        # A mask, not a slice: a slice of data-dependent size would make XLA
+        # recompile the cluster for every episode count (e.g. the in-graph
+        # stop_at_average_return check of a jit-compiled iteration).
         filled = tf.minimum(self._num_episodes, self._buffer_size)
-        total = tf.reduce_sum(self._buffer[:filled])
+        mask = tf.range(self._buffer_size, dtype=filled.dtype) < filled
+        total = tf.reduce_sum(
+            tf.where(mask, self._buffer, tf.zeros_like(self._buffer)))
         return tf.math.divide_no_nan(total, tf.cast(filled, self._dtype))
 
 

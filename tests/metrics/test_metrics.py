@@ -188,3 +188,22 @@ def test_bad_arguments_are_rejected():
     avg_return = metrics.AverageReturn(batch_size=2)
     with pytest.raises(ValueError, match=r'expected \[2\]'):
         avg_return(_time_step(0))
+
+
+def test_results_have_value_independent_shapes_under_xla():
+    """``result()`` must not slice by the episode count: under XLA a slice
+    of data-dependent size is a compile-time constant, so a jit-compiled
+    loop checking the score would be recompiled for every count."""
+    ms = _make_metrics(buffer_size=3)
+    compiled = tf.function(lambda: [m.result() for m in ms],
+                           jit_compile=True, autograph=False)
+    graph = compiled.get_concrete_function().graph
+    for op in graph.get_operations():
+        if op.type == 'StridedSlice':
+            assert all(x.op.type == 'Const' for x in op.inputs[1:]), op.name
+    # Same values as eagerly, step by step (episode counts 0 .. 8).
+    for t in range(len(STEP_TYPES)):
+        for m in ms:
+            m(_time_step(t))
+        np.testing.assert_allclose([float(x) for x in compiled()],
+                                   _results(ms), rtol=1e-6)
