@@ -1,6 +1,8 @@
-"""alf-train as a process: Ctrl-C stops cleanly and the run resumes."""
+"""alf-train as a process: Ctrl-C stops cleanly (after the current call,
+with a checkpoint) and the run resumes."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -30,8 +32,13 @@ def test_interrupt_exits_cleanly_and_resumes(tmp_path):
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, (out, err)
-    assert 'interrupted; rerun the same command to resume' in err
+    # The first Ctrl-C stops after the current call and checkpoints there.
+    assert 'rerun the same command to resume' in err
     assert 'Traceback' not in err
+    stopped_at = re.search(r'checkpoint was written at iteration (\d+)',
+                           err).group(1)
+    with open(ckpt) as f:
+        assert f.read() == 'ckpt-%s' % stopped_at
     # Resuming from the kept checkpoint works.
     done = subprocess.run(
         cmd[:5] + ['--root_dir', root,

@@ -90,6 +90,22 @@ def train(root_dir, gin_files=(), gin_params=()):
         trainer.close()
 
 
+def _stop_on_first_interrupt():
+    """First Ctrl-C: stop after the current compiled call, checkpoint and
+    exit 130; a second one raises ``KeyboardInterrupt`` at once."""
+    import signal
+    from alf_rl.trainers.trainer import request_stop
+
+    def _handler(signum, frame):
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        print('alf-train: stopping after the current iteration(s) and '
+              'writing a checkpoint (Ctrl-C again to abort at once)',
+              file=sys.stderr, flush=True)
+        request_stop()
+
+    signal.signal(signal.SIGINT, _handler)
+
+
 def _main(argv):
     if len(argv) > 1:
         raise app.UsageError('unexpected arguments: %s' % argv[1:])
@@ -100,6 +116,7 @@ def _main(argv):
         raise app.UsageError('--gin_file is required')
     from alf_rl.trainers.trainer import TrainingError
     from alf_rl.utils.checkpoint import CheckpointError
+    _stop_on_first_interrupt()
     try:
         result = train(FLAGS.root_dir, FLAGS.gin_file, FLAGS.gin_param)
     except (ValueError, TypeError, TrainingError, CheckpointError) as e:
@@ -111,6 +128,11 @@ def _main(argv):
         print('alf-train: interrupted; rerun the same command to resume '
               'from the last checkpoint in %s' % FLAGS.root_dir,
               file=sys.stderr)
+        sys.exit(130)
+    if result.pop('stopped_early', False):
+        print('alf-train: interrupted; a checkpoint was written at iteration '
+              '%d: rerun the same command to resume from it (in %s)' %
+              (result['iterations'], FLAGS.root_dir), file=sys.stderr)
         sys.exit(130)
     print('alf-train: done: ' + ', '.join(
         '%s=%.4g' % (k, v) for k, v in sorted(result.items())))

@@ -12,6 +12,7 @@ checkpoints, ``config.gin``.
 
 import os
 import sys
+import threading
 import time
 
 import gin
@@ -354,9 +355,10 @@ class Trainer(object):
         Returns:
             dict of final metric values (``'Metrics/...'``), plus the last
             evaluation under ``'eval/...'`` when evaluating, ``iterations``,
-            ``train_secs`` (the training loop's wall-clock) and
+            ``train_secs`` (the training loop's wall-clock),
             ``first_iteration_secs`` (its first iteration, which includes
-            tracing and XLA compilation).
+            tracing and XLA compilation) and ``stopped_early`` (True when
+            ``request_stop()`` ended it; a checkpoint was still written).
         """
         c = self._config
         restored = self._checkpointer.restore()
@@ -381,7 +383,7 @@ class Trainer(object):
         first_iteration_secs = None
         secs_per_iteration = None
         try:
-            while not self._done():
+            while not self._done() and not _STOP_REQUESTED.is_set():
                 n = (1 if first_iteration_secs is None else
                      self._iterations_for_call(int(self._iteration.numpy()),
                                                secs_per_iteration))
@@ -439,6 +441,8 @@ class Trainer(object):
         result['iterations'] = int(self._iteration.numpy())
         result['train_secs'] = time.time() - start_time
         result['first_iteration_secs'] = first_iteration_secs or 0.0
+        result['stopped_early'] = _STOP_REQUESTED.is_set()
+        _STOP_REQUESTED.clear()  # handled: the next train() runs normally
         return result
 
     def _report_progress(self, start_time, start_steps, last_eval):
@@ -465,6 +469,21 @@ class Trainer(object):
         self._env.close()
         if self._eval_env is not None:
             self._eval_env.close()
+
+
+_STOP_REQUESTED = threading.Event()
+
+
+def request_stop():
+    """Asks a running ``Trainer.train`` to stop after its current call.
+
+    Safe to call from a signal handler (``alf-train`` calls it on the first
+    Ctrl-C): the loop finishes the compiled call in progress, writes a
+    checkpoint and returns with ``result['stopped_early'] = True``.
+    Raising ``KeyboardInterrupt`` instead could land inside an
+    environment's Python callback in the middle of a graph call.
+    """
+    _STOP_REQUESTED.set()
 
 
 def _format_secs(secs):
