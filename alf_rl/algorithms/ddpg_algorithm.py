@@ -398,6 +398,36 @@ class DdpgAlgorithm(OffPolicyAlgorithm):
                                             target_q),
                                         actor_loss=actor_loss))
 
+    def bootstrap_step(self, exp, state):
+        """Only the target value at s_t (the last row of a sequence).
+
+        The critic and actor terms of that row are masked anyway; skipping
+        them (and their gradients) halves the work of an update on 2-step
+        sequences. Same structure as ``train_step``'s, zeros elsewhere.
+
+        Args:
+            exp: ``Experience`` with [B, ...] leaves.
+            state: ``()``.
+        Returns:
+            ``PolicyStep(action=target action [B, ...], state=(),
+            info=DdpgInfo)`` with ``critic`` [B, n] and ``actor_loss`` [B]
+            zeros.
+        """
+        observation = exp.observation
+        target_action = self._target_action(observation)
+        target_q = tf.reduce_min(tf.stack([
+            c((observation, target_action))[0]
+            for c in self._target_critic_networks
+        ], axis=-1), axis=-1)
+        zeros = tf.zeros_like(target_q)
+        return PolicyStep(
+            action=target_action,
+            state=(),
+            info=DdpgInfo(critic=tf.stack(
+                [zeros] * len(self._critic_networks), axis=-1),
+                          target_critic=tf.stop_gradient(target_q),
+                          actor_loss=zeros))
+
     def calc_loss(self, training_info):
         """TD loss of every critic plus the actor loss, [T, B].
 

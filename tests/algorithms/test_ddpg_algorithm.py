@@ -268,3 +268,41 @@ def test_learns_the_copy_task():
     alg = _ddpg(_env(16), gamma=0.5, noise_stddev=0.3)
     reward = train_copy_task(alg, 500)
     assert reward > 0.9, reward
+
+
+@pytest.mark.parametrize('algorithm', ['ddpg', 'td3'])
+def test_bootstrap_step_changes_only_the_cost(algorithm):
+    """The last row's bootstrap_step (target value only) gives the same
+    update as running the full train_step there (its other terms are
+    masked), with fewer matmuls."""
+    from alf_rl.algorithms.td3_algorithm import Td3Algorithm
+    results, matmuls = [], []
+    for full_last_row in (False, True):
+        set_random_seed(0)
+        env = _env()
+        if algorithm == 'ddpg':
+            alg = _ddpg(env)
+        else:
+            alg = Td3Algorithm(
+                env.observation_spec(), env.action_spec(),
+                actor_network_ctor=lambda o, a: ActorNetwork(
+                    o, a, fc_layer_params=(16, )),
+                critic_network_ctor=lambda s: CriticNetwork(
+                    s, joint_fc_layer_params=(16, )),
+                actor_optimizer=tf_keras.optimizers.Adam(1e-2),
+                critic_optimizer=tf_keras.optimizers.Adam(1e-2))
+        if full_last_row:
+            alg.bootstrap_step = alg.train_step
+        exp = tf.nest.map_structure(lambda x: x[:, :2], _collect(alg, env, 4))
+        train = tf.function(lambda e: alg.train(e), autograph=False)
+        graph = train.get_concrete_function(exp).graph
+        matmuls.append(sum(
+            1 for f in [graph.as_graph_def()] for n in f.node
+            if n.op == 'MatMul'))
+        loss_info = train(exp)
+        results.append((float(loss_info.loss),
+                        _values(alg.trainable_variables)))
+    assert matmuls[0] < matmuls[1]
+    assert results[0][0] == pytest.approx(results[1][0], rel=1e-5)
+    for a, b in zip(results[0][1], results[1][1]):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
