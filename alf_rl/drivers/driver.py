@@ -168,6 +168,19 @@ class Driver(object):
 
         return _loop
 
+    def _call_repeated(self, fn, num_iterations, *args):
+        """Calls a compiled ``_repeat`` loop on the driver's state.
+
+        Returns:
+            ``(result, iterations_done)`` of the loop.
+        """
+        if self._time_step is None:
+            self.reset()
+        (self._time_step, self._policy_state, result,
+         done) = fn(self._time_step, self._policy_state,
+                    tf.constant(num_iterations, tf.int32), *args)
+        return result, done
+
     @property
     def metrics(self):
         """The in-graph metrics this driver updates."""

@@ -78,8 +78,6 @@ class SyncOffPolicyDriver(Driver):
             ``(result, iterations_done)``: what the last ``train_fn()``
             returned, and the number of iterations run (int32 scalar).
         """
-        if self._time_step is None:
-            self.reset()
         if self._run_and_train_fn is None:
 
             def _iteration(time_step, policy_state, num_steps):
@@ -89,11 +87,8 @@ class SyncOffPolicyDriver(Driver):
 
             self._run_and_train_fn = self._compile(
                 self._repeat(_iteration, stop_fn))
-        (self._time_step, self._policy_state, result,
-         done) = self._run_and_train_fn(self._time_step, self._policy_state,
-                                        tf.constant(num_iterations, tf.int32),
-                                        tf.constant(num_steps, tf.int32))
-        return result, done
+        return self._call_repeated(self._run_and_train_fn, num_iterations,
+                                   tf.constant(num_steps, tf.int32))
 
     def run(self, num_steps):
         """Collects ``num_steps`` batched steps (``num_steps * B`` env steps).

@@ -116,15 +116,10 @@ class OnPolicyDriver(Driver):
             ``(loss_info, iterations_done)``: the last iteration's reduced
             ``LossInfo`` and the number of iterations run (int32 scalar).
         """
-        if self._time_step is None:
-            self.reset()
         if self._run_fn is None:
             self._run_fn = self._compile(
                 self._repeat(self._run_iteration, stop_fn))
-        (self._time_step, self._policy_state, loss_info,
-         done) = self._run_fn(self._time_step, self._policy_state,
-                              tf.constant(num_iterations, tf.int32))
-        return loss_info, done
+        return self._call_repeated(self._run_fn, num_iterations)
 
     # ------------------------------------------------------------ internals
     def _trace_info_spec(self):
