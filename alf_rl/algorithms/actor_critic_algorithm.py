@@ -135,17 +135,34 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
                                                 state=state.actor)
         value, value_state = self._value_network(time_step.observation,
                                                  state=state.value)
+        # Continuous samples of an unsquashed normal may leave the bounds.
+        # They are returned as sampled (stored and trained on: the log-prob
+        # of a clipped action would be the density at the bound, a biased
+        # gradient); ``env_action`` clips them for the environment, as SB3
+        # does. Discrete samples are clipped here (a no-op unless the logits
+        # are NaN, which then surfaces as a non-finite loss).
         action = dist_ops.sample_action_distribution(
             dist, seed=make_stateless_seed())
-        # Continuous samples of an unsquashed normal may leave the bounds;
-        # the environment only accepts actions inside the spec, so clip
-        # (the clipped action is also the one whose log-prob is trained).
-        action = cast_and_clip_to_spec(action, self.action_spec)
+        action = tf.nest.map_structure(
+            lambda a, s: (cast_and_clip_to_spec(a, s)
+                          if s.dtype.is_integer else tf.cast(a, s.dtype)),
+            action, self.action_spec)
         return PolicyStep(action=action,
                           state=ActorCriticState(actor=actor_state,
                                                  value=value_state),
                           info=ActorCriticInfo(action_distribution=dist,
                                                value=value))
+
+    def env_action(self, action):
+        """``rollout``'s sampled action clipped into the spec's bounds.
+
+        Args:
+            action: nest of [B, ...] sampled actions.
+        Returns:
+            Nest of [B, ...] actions cast to the spec's dtypes and clipped
+            to its bounds.
+        """
+        return cast_and_clip_to_spec(action, self.action_spec)
 
     def calc_loss(self, training_info):
         """The loss (``ActorCriticLoss`` or ``PPOLoss``) on [T, B] training

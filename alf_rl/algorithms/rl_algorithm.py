@@ -77,6 +77,24 @@ class RLAlgorithm(Algorithm):
         """``TimeStep`` spec (no batch dim)."""
         return time_step_spec(self._observation_spec, self._action_spec)
 
+    def env_action(self, action):
+        """The action the environment is stepped with, for an action that
+        ``rollout`` returned.
+
+        Drivers store ``rollout``'s action in the experience (it is what
+        the policy's log-probability is trained on) and step the
+        environment with ``env_action(action)``. The default returns it
+        unchanged, so an action outside the spec's bounds still gets the
+        environment's clear error.
+
+        Args:
+            action: nest of [B, ...] actions from ``rollout``.
+        Returns:
+            Nest of [B, ...] actions, the structure and dtypes of
+            ``action_spec``.
+        """
+        return action
+
     def transform_timestep(self, time_step, update_normalizers=False):
         """Reward shaping and normalization, observation transformers and
         normalization: the same transformation at rollout and at replay.

@@ -228,6 +228,10 @@ class TracAlgorithm(OnPolicyAlgorithm):
         """The wrapped algorithm's ``predict`` (greedy actions)."""
         return self._ac_algorithm.predict(time_step, state)
 
+    def env_action(self, action):
+        """The wrapped algorithm's ``env_action`` (e.g. clipping)."""
+        return self._ac_algorithm.env_action(action)
+
     def rollout(self, time_step, state):
         """The wrapped ``rollout``, with the observation and state kept.
 

@@ -238,7 +238,9 @@ class Driver(object):
         return transformed, policy_step._replace(action=action), policy_state
 
     def _env_step(self, action):
-        next_time_step = self._env.step(action)
+        """Steps the environment with ``algorithm.env_action(action)`` and
+        runs the observers on the next time step."""
+        next_time_step = self._env.step(self._algorithm.env_action(action))
         for observer in self._observers:
             observer(next_time_step)
         return next_time_step

@@ -184,7 +184,7 @@ def _collect(alg, env, time_step, state, num_steps, policy=None):
         exps.append(exp._replace(rollout_info=dist_ops.distributions_to_params(
             exp.rollout_info)))
         state = step.state
-        time_step = env.step(step.action)
+        time_step = env.step(alg.env_action(step.action))
     exp = tf.nest.map_structure(lambda *x: tf.stack(x, axis=1), *exps)
     return exp, time_step, state
 
@@ -269,3 +269,53 @@ def test_loss_must_be_ppo_loss():
     with pytest.raises(TypeError, match='PPOLoss'):
         PPOAlgorithm(tf.TensorSpec([2]), _discrete_spec(),
                      loss=ActorCriticLoss())
+
+
+def test_continuous_sample_is_stored_and_the_env_gets_it_clipped():
+    """An unsquashed normal's sample leaves [0, 1] often (std 2): the
+    experience keeps the sample (its log-prob is what PPO trains), the
+    environment receives it clipped (it rejects out-of-bound actions)."""
+    from functools import partial
+
+    from alf_rl.drivers.driver import Driver
+    from alf_rl.networks import NormalProjectionNetwork
+
+    set_random_seed(0)
+    env = TFPyEnvironment(PolicyUnittestEnv(16, 5, action_type='continuous'))
+    alg = PPOAlgorithm(
+        env.observation_spec(), env.action_spec(),
+        actor_network_ctor=lambda o, a: ActorDistributionNetwork(
+            o, a, fc_layer_params=(8, ),
+            continuous_projection_net_ctor=partial(
+                NormalProjectionNetwork, init_std=2.0,
+                mean_transform=None)),
+        value_network_ctor=lambda o: ValueNetwork(o, fc_layer_params=(8, )),
+        optimizer=tf_keras.optimizers.Adam(1e-3))
+    stored, sent = [], []
+    env_step = env.step
+
+    def recording_step(action):
+        sent.append(action.numpy())
+        return env_step(action)
+
+    env.step = recording_step
+    driver = Driver(env, alg, exp_observers=[
+        lambda exp: stored.append(exp.action.numpy())],
+                    use_tf_functions=False)
+    driver.rollout(6)
+    env.step = env_step
+    stored, sent = np.stack(stored), np.stack(sent)
+    assert stored.shape == sent.shape == (6, 16, 1)
+    assert np.mean((stored < 0) | (stored > 1)) > 0.3
+    np.testing.assert_array_equal(sent, np.clip(stored, 0.0, 1.0))
+    np.testing.assert_array_equal(
+        alg.env_action(tf.constant(stored[0])).numpy(),
+        np.clip(stored[0], 0.0, 1.0))
+    # The stored sample trains: finite loss, log-prob of the unclipped
+    # action (a clipped one would sit at the bounds).
+    alg.prepare_off_policy_specs(16)
+    exp, _, _ = _collect(alg, env, env.reset(),
+                         alg.get_initial_rollout_state(16), 4)
+    assert np.any((exp.action.numpy() < 0) | (exp.action.numpy() > 1))
+    loss_info = alg.train(exp, num_updates=1, mini_batch_length=4)
+    assert np.isfinite(loss_info.loss.numpy())

@@ -123,6 +123,9 @@ def test_wraps_an_instance_and_checks_specs():
                       ac_algorithm=ac)
     with pytest.raises(ValueError, match='max_kl'):
         TracAlgorithm(ac_algorithm=ac, max_kl=0.0)
+    # The environment gets the wrapped algorithm's env_action.
+    ac.env_action = lambda action: action + 7
+    assert int(trac.env_action(tf.constant(1))) == 8
 
 
 def test_action_distance_kinds():
