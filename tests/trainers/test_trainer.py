@@ -119,3 +119,31 @@ def test_eager_mode_trains(tmp_path):
         'TrainerConfig.num_iterations=2', 'TrainerConfig.evaluate=False'
     ])
     assert result['iterations'] == 2
+
+
+def test_legacy_adam_trains_checkpoints_and_resumes(tmp_path):
+    """``@LegacyAdam()`` (tf_keras' fused-kernel Adam): its step count and
+    moment slots are checkpointed and restored."""
+    root = str(tmp_path / 'run')
+    legacy = ['ActorCriticAlgorithm.optimizer=@LegacyAdam()',
+              'LegacyAdam.learning_rate=1e-3']
+    train(root, [EXAMPLE], SMALL + legacy)
+
+    def optimizer_values(step):
+        path = os.path.join(root, 'ckpt', 'ckpt-%d' % step, 'ckpt')
+        names = [n for n, _ in tf.train.list_variables(path)]
+        iters = [n for n in names if 'optimizer' in n and n.endswith(
+            'iter/.ATTRIBUTES/VARIABLE_VALUE')]
+        slots = [n for n in names if '.OPTIMIZER_SLOT' in n]
+        assert len(iters) == 1 and slots, names
+        return (int(tf.train.load_variable(path, iters[0])),
+                {n: tf.train.load_variable(path, n) for n in slots})
+
+    iterations, slots = optimizer_values(6)
+    assert iterations == 6  # one update per on-policy iteration
+    assert all(np.any(v != 0) for v in slots.values())
+    gin.clear_config()
+    train(root, [EXAMPLE], SMALL + legacy + ['TrainerConfig.num_iterations=9'])
+    iterations, slots2 = optimizer_values(9)
+    assert iterations == 9  # resumed from 6, not restarted
+    assert slots2.keys() == slots.keys()
