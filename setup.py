@@ -38,6 +38,7 @@ setup(
         'console_scripts': [
             'alf-train=alf_rl.bin.train:main',
             'alf-play=alf_rl.bin.play:main',
+            'alf-plot=alf_rl.bin.plot:main',
         ],
     },
 )

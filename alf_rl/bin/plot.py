@@ -1,0 +1,109 @@
+r"""Draws training curves of one or more runs as an SVG image.
+
+Usage::
+
+    alf-plot --root_dir RUN [--root_dir RUN2 ...] --out curves.svg
+        [--metric AverageReturn] [--x env_steps|iterations] [--no_eval]
+
+For every ``--root_dir`` (a directory ``alf-train`` wrote) it draws the
+training curve (``RUN/train``: the stochastic policy's last episodes) and,
+when there is one, the evaluation curve (``RUN/eval``: greedy episodes) of
+``Metrics/<metric>`` against env steps (default) or iterations.
+"""
+
+import os
+import sys
+
+from absl import app, flags
+
+from alf_rl.bin.quiet import run_app
+
+FLAGS = flags.FLAGS
+
+
+def _define_flags():
+    """Defines the command-line flags (only when run as a script)."""
+    flags.DEFINE_multi_string('root_dir', None, 'Run directory (repeatable).')
+    flags.DEFINE_string('out', None, 'Output .svg file.')
+    flags.DEFINE_string('metric', 'AverageReturn', 'Metric name.')
+    flags.DEFINE_enum('x', 'env_steps', ['env_steps', 'iterations'],
+                      'Horizontal axis.')
+    flags.DEFINE_bool('no_eval', False, 'Leave out the evaluation curves.')
+    flags.DEFINE_string('title', None, 'Chart title (default: the metric).')
+
+
+def plot_runs(root_dirs, out, metric='AverageReturn', x='env_steps',
+              include_eval=True, title=None):
+    """Writes an SVG chart of ``Metrics/<metric>`` of training runs.
+
+    Args:
+        root_dirs: list of run directories written by ``alf-train``.
+        out: path of the ``.svg`` file to write.
+        metric: metric name, e.g. ``'AverageReturn'``.
+        x: ``'env_steps'`` or ``'iterations'``.
+        include_eval: also draw the greedy evaluation curves.
+        title: chart title (default: the metric).
+    Returns:
+        Dict ``{series label: number of points}``.
+    Raises:
+        ValueError: a directory that does not exist or has no such metric,
+            an output path that is not ``.svg``, or a bad ``x``.
+    """
+    from alf_rl.utils.curves import read_curve, svg_line_chart
+    if not out.lower().endswith('.svg'):
+        raise ValueError("--out must name a .svg file, got %r" % out)
+    if x not in ('env_steps', 'iterations'):
+        raise ValueError("x must be 'env_steps' or 'iterations', got %r" % x)
+    tag = ('Metrics_vs_EnvironmentSteps/' if x == 'env_steps' else
+           'Metrics/') + metric
+    series = []
+    for root in root_dirs:
+        if not os.path.isdir(os.path.join(root, 'train')):
+            raise ValueError("%s is not a training run directory (no "
+                             "'train' event directory in it)" % root)
+        name = os.path.basename(os.path.normpath(root))
+        label = name if len(root_dirs) > 1 else ''
+        found = 0
+        for sub in ('train', 'eval') if include_eval else ('train', ):
+            points = read_curve(os.path.join(root, sub), tag)
+            if points:
+                series.append(((label + ' ' + sub).strip(), points))
+                found += 1
+        if not found:
+            raise ValueError("%s has no '%s' scalar (metrics written: see "
+                             "TensorBoard); is --metric right?" % (root, tag))
+    svg = svg_line_chart(series, title=title or metric,
+                         x_label='env steps' if x == 'env_steps' else
+                         'iterations', y_label=metric)
+    tmp = out + '.tmp'
+    with open(tmp, 'w') as f:
+        f.write(svg)
+    os.replace(tmp, out)
+    return {label: len(points) for label, points in series}
+
+
+def _main(argv):
+    if len(argv) > 1:
+        raise app.UsageError('unexpected arguments: %s' % argv[1:])
+    if not FLAGS.root_dir:
+        raise app.UsageError('--root_dir is required')
+    if not FLAGS.out:
+        raise app.UsageError('--out is required')
+    try:
+        counts = plot_runs(FLAGS.root_dir, FLAGS.out, FLAGS.metric, FLAGS.x,
+                           not FLAGS.no_eval, FLAGS.title)
+    except ValueError as e:
+        print('alf-plot: error: %s' % e, file=sys.stderr)
+        sys.exit(1)
+    print('alf-plot: wrote %s (%s)' % (FLAGS.out, ', '.join(
+        '%s: %d points' % kv for kv in counts.items())))
+
+
+def main():
+    """Console entry point of ``alf-plot``."""
+    _define_flags()
+    run_app(_main)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,156 @@
+"""Training curves from a run's TensorBoard event files, drawn as SVG.
+
+``alf-train`` writes ``Metrics/<name>`` against the iteration and
+``Metrics_vs_EnvironmentSteps/<name>`` against the env step count, under
+``ROOT_DIR/train`` (training episodes) and ``ROOT_DIR/eval`` (greedy
+evaluation). ``read_curve`` reads one such scalar; ``svg_line_chart``
+draws curves as a self-contained SVG image (no plotting library needed;
+any browser shows it). ``alf-plot`` (``alf_rl.bin.plot``) puts them
+together.
+"""
+
+import glob
+import math
+import os
+from xml.sax.saxutils import escape
+
+# Colour-blind-safe palette (Okabe-Ito).
+_COLORS = ['#0072B2', '#D55E00', '#009E73', '#CC79A7', '#E69F00', '#56B4E9',
+           '#F0E442', '#000000']
+
+
+def read_curve(event_dir, tag):
+    """The ``(step, value)`` points of a scalar in a directory's event files.
+
+    A resumed run writes a new event file that may repeat steps; the value
+    written last (by wall time) wins.
+
+    Args:
+        event_dir: a directory with ``events.*`` files (e.g. ROOT/train).
+        tag: the scalar's tag, e.g. ``'Metrics/AverageReturn'``.
+    Returns:
+        List of ``(step, value)`` (int, float), sorted by step; empty when
+        the directory has no such scalar.
+    """
+    from alf_rl.bin.quiet import import_tensorflow
+    tf = import_tensorflow()
+    rows = []
+    for path in glob.glob(os.path.join(event_dir, 'events.*')):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for v in event.summary.value:
+                if v.tag != tag:
+                    continue
+                value = (float(tf.make_ndarray(v.tensor))
+                         if v.HasField('tensor') else float(v.simple_value))
+                rows.append((event.wall_time, int(event.step), value))
+    latest = {}
+    for _, step, value in sorted(rows):
+        latest[step] = value
+    return sorted(latest.items())
+
+
+def nice_ticks(low, high, count=5):
+    """About ``count`` round tick values covering ``[low, high]``.
+
+    Args:
+        low, high: the data range (``low <= high``).
+        count: the number of intervals wanted.
+    Returns:
+        List of floats, ascending, from <= low to >= high, spaced by 1, 2 or
+        5 times a power of ten.
+    """
+    if not high > low:
+        low, high = low - 1.0, high + 1.0
+    raw = (high - low) / max(count, 1)
+    magnitude = 10.0**math.floor(math.log10(raw))
+    step = next(m * magnitude for m in (1, 2, 5, 10)
+                if m * magnitude >= raw)
+    first = math.floor(low / step) * step
+    ticks = []
+    value = first
+    while value < high + step * 1e-9:
+        ticks.append(round(value, 12))
+        value += step
+    if ticks[-1] < high:
+        ticks.append(round(value, 12))
+    return ticks
+
+
+def _format(value):
+    """A short label: 1.2M, 250k, 0.5, -200."""
+    a = abs(value)
+    if a >= 1e6:
+        return '%gM' % round(value / 1e6, 3)
+    if a >= 1e4:
+        return '%gk' % round(value / 1e3, 3)
+    return '%g' % round(value, 6)
+
+
+def svg_line_chart(series, title='', x_label='', y_label='', width=760,
+                   height=440):
+    """Draws line series as an SVG document.
+
+    Args:
+        series: list of ``(label, points)``; ``points`` a list of ``(x, y)``
+            numbers (at least one series must have a point).
+        title, x_label, y_label: text of the chart.
+        width, height: size in pixels.
+    Returns:
+        The SVG document (str).
+    Raises:
+        ValueError: when no series has a point.
+    """
+    points = [p for _, pts in series for p in pts]
+    if not points:
+        raise ValueError("svg_line_chart: no points to draw (series: %s)" %
+                         [label for label, _ in series])
+    left, right, top, bottom = 70, 20, 40, 60
+    plot_w, plot_h = width - left - right, height - top - bottom
+    xs = nice_ticks(min(p[0] for p in points), max(p[0] for p in points))
+    ys = nice_ticks(min(p[1] for p in points), max(p[1] for p in points))
+
+    def px(x):
+        return left + (x - xs[0]) / (xs[-1] - xs[0]) * plot_w
+
+    def py(y):
+        return top + plot_h - (y - ys[0]) / (ys[-1] - ys[0]) * plot_h
+
+    out = [
+        '<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
+        'viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">' %
+        (width, height, width, height),
+        '<rect width="100%" height="100%" fill="white"/>',
+        '<text x="%d" y="22" font-size="15" text-anchor="middle">%s</text>' %
+        (width // 2, escape(title)),
+    ]
+    for x in xs:
+        out.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ddd"/>'
+                   % (px(x), top, px(x), top + plot_h))
+        out.append('<text x="%.1f" y="%d" text-anchor="middle">%s</text>' %
+                   (px(x), top + plot_h + 18, _format(x)))
+    for y in ys:
+        out.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>'
+                   % (left, py(y), left + plot_w, py(y)))
+        out.append('<text x="%d" y="%.1f" text-anchor="end">%s</text>' %
+                   (left - 6, py(y) + 4, _format(y)))
+    out.append('<rect x="%d" y="%d" width="%d" height="%d" fill="none" '
+               'stroke="#444"/>' % (left, top, plot_w, plot_h))
+    out.append('<text x="%d" y="%d" text-anchor="middle">%s</text>' %
+               (left + plot_w // 2, height - 18, escape(x_label)))
+    out.append('<text transform="translate(16,%d) rotate(-90)" '
+               'text-anchor="middle">%s</text>' %
+               (top + plot_h // 2, escape(y_label)))
+    for i, (label, pts) in enumerate(series):
+        color = _COLORS[i % len(_COLORS)]
+        if pts:
+            out.append('<polyline fill="none" stroke="%s" stroke-width="1.8" '
+                       'points="%s"/>' % (color, ' '.join(
+                           '%.1f,%.1f' % (px(x), py(y)) for x, y in pts)))
+        ly = top + 16 + 18 * i
+        out.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" '
+                   'stroke-width="3"/>' % (left + 10, ly - 4, left + 34,
+                                           ly - 4, color))
+        out.append('<text x="%d" y="%d">%s</text>' %
+                   (left + 40, ly, escape(label)))
+    out.append('</svg>')
+    return '\n'.join(out) + '\n'
