@@ -14,7 +14,8 @@ Prints, for CartPole-v1:
    side by side (each in a fresh process via ``time_to_score.py``).
 
 Usage: python benchmarks/tf_env_throughput.py [--steps 2000]
-    [--batch_sizes 1,16,256,1024,4096] [--time_to_score] [--seeds 0]
+    [--batch_sizes 1,16,256,1024,4096] [--time_to_score]
+    [--only_time_to_score] [--seeds 0]
 """
 
 import argparse
@@ -156,8 +157,13 @@ def main():
     parser.add_argument('--iterations', type=int, default=20,
                         help='training iterations per measurement')
     parser.add_argument('--time_to_score', action='store_true')
+    parser.add_argument('--only_time_to_score', action='store_true',
+                        help='skip the throughput measurements (1.-4.)')
     parser.add_argument('--seeds', default='0')
     args = parser.parse_args()
+    if args.only_time_to_score:
+        _time_to_score(args.seeds)
+        return
     from alf_rl.bin.quiet import import_tensorflow
     tf = import_tensorflow()
     from alf_rl.environments import suite_tf
@@ -206,21 +212,24 @@ def main():
               (name, rate, first), flush=True)
 
     if args.time_to_score:
-        print('\nTime to AverageReturn >= 475 (fresh process each):',
-              flush=True)
-        for name in ('ppo_tf_cart_pole', 'ppo_cart_pole'):
-            out = subprocess.run(
-                [sys.executable, os.path.join(HERE, 'time_to_score.py'),
-                 '--gin_file', os.path.join(ROOT, 'examples', name + '.gin'),
-                 '--threshold', '475', '--seeds', args.seeds],
-                capture_output=True, text=True)
-            lines = [l for l in out.stdout.splitlines()
-                     if l.startswith('seed ')]
-            for line in lines:
-                print('%s: %s' % (name, line), flush=True)
-            if out.returncode:
-                print(out.stderr[-2000:], flush=True)
+        _time_to_score(args.seeds)
 
+
+def _time_to_score(seeds):
+    """Trains both PPO examples to AverageReturn >= 475 (``time_to_score.py``
+    in a fresh process each, tf first) and prints each seed's line."""
+    print('\nTime to AverageReturn >= 475 (fresh process each):', flush=True)
+    for name in ('ppo_tf_cart_pole', 'ppo_cart_pole'):
+        out = subprocess.run(
+            [sys.executable, os.path.join(HERE, 'time_to_score.py'),
+             '--gin_file', os.path.join(ROOT, 'examples', name + '.gin'),
+             '--threshold', '475', '--seeds', seeds],
+            capture_output=True, text=True)
+        lines = [l for l in out.stdout.splitlines() if l.startswith('seed ')]
+        for line in lines:
+            print('%s: %s' % (name, line), flush=True)
+        if out.returncode:
+            print(out.stderr[-2000:], flush=True)
 
 if __name__ == '__main__':
     main()
