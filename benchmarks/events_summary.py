@@ -9,24 +9,11 @@ threshold, and the maximum value.
 """
 
 import argparse
-import glob
 import os
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
 
-
-def read_scalars(event_dir, tag):
-    """[(wall_time, step, value)] of ``tag`` in the event files of a dir."""
-    from alf_rl.bin.quiet import import_tensorflow
-    tf = import_tensorflow()
-    rows = []
-    for path in glob.glob(os.path.join(event_dir, 'events.*')):
-        for event in tf.compat.v1.train.summary_iterator(path):
-            for v in event.summary.value:
-                if v.tag == tag:
-                    rows.append((event.wall_time, event.step,
-                                 float(tf.make_ndarray(v.tensor))))
-    return sorted(rows)
+from alf_rl.utils.curves import read_scalar_events as read_scalars  # noqa
 
 
 def main():

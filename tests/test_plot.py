@@ -10,7 +10,8 @@ import pytest
 import tensorflow as tf
 
 from alf_rl.bin.plot import plot_runs
-from alf_rl.utils.curves import nice_ticks, read_curve, svg_line_chart
+from alf_rl.utils.curves import (nice_ticks, read_curve, read_scalar_events,
+                                 svg_line_chart)
 
 SVG = '{http://www.w3.org/2000/svg}'
 
@@ -39,6 +40,11 @@ def test_read_curve_sorts_and_keeps_the_last_write_of_a_step(tmp_path):
     _write(d, 'b', [(5, 9.0)])
     assert read_curve(d, 'a') == [(10, 1.0), (20, 2.0), (30, 3.5),
                                   (40, 4.0)]
+    events = read_scalar_events(d, 'a')  # every write, by wall time
+    walls = [wall for wall, _, _ in events]
+    assert walls == sorted(walls)
+    assert sorted((step, value) for _, step, value in events) == [
+        (10, 1.0), (20, 2.0), (30, 3.0), (30, 3.5), (40, 4.0)]
     assert read_curve(d, 'missing') == []
     assert read_curve(str(tmp_path / 'nowhere'), 'a') == []
 

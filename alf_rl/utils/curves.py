@@ -19,6 +19,30 @@ _COLORS = ['#0072B2', '#D55E00', '#009E73', '#CC79A7', '#E69F00', '#56B4E9',
            '#F0E442', '#000000']
 
 
+def read_scalar_events(event_dir, tag):
+    """Every write of a scalar in a directory's event files.
+
+    Args:
+        event_dir: a directory with ``events.*`` files (e.g. ROOT/train).
+        tag: the scalar's tag, e.g. ``'Metrics/AverageReturn'``.
+    Returns:
+        List of ``(wall_time, step, value)`` (float, int, float), sorted by
+        wall time; empty when the directory has no such scalar.
+    """
+    from alf_rl.bin.quiet import import_tensorflow
+    tf = import_tensorflow()
+    rows = []
+    for path in glob.glob(os.path.join(event_dir, 'events.*')):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for v in event.summary.value:
+                if v.tag != tag:
+                    continue
+                value = (float(tf.make_ndarray(v.tensor))
+                         if v.HasField('tensor') else float(v.simple_value))
+                rows.append((event.wall_time, int(event.step), value))
+    return sorted(rows)
+
+
 def read_curve(event_dir, tag):
     """The ``(step, value)`` points of a scalar in a directory's event files.
 
@@ -32,19 +56,8 @@ def read_curve(event_dir, tag):
         List of ``(step, value)`` (int, float), sorted by step; empty when
         the directory has no such scalar.
     """
-    from alf_rl.bin.quiet import import_tensorflow
-    tf = import_tensorflow()
-    rows = []
-    for path in glob.glob(os.path.join(event_dir, 'events.*')):
-        for event in tf.compat.v1.train.summary_iterator(path):
-            for v in event.summary.value:
-                if v.tag != tag:
-                    continue
-                value = (float(tf.make_ndarray(v.tensor))
-                         if v.HasField('tensor') else float(v.simple_value))
-                rows.append((event.wall_time, int(event.step), value))
     latest = {}
-    for _, step, value in sorted(rows):
+    for _, step, value in read_scalar_events(event_dir, tag):
         latest[step] = value
     return sorted(latest.items())
 
