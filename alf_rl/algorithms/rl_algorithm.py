@@ -114,7 +114,11 @@ class RLAlgorithm(Algorithm):
             reward = self._reward_shaping_fn(reward)
         if self._reward_normalizer is not None:
             if update_normalizers:
-                self._reward_normalizer.update(reward)
+                if getattr(self._reward_normalizer, 'uses_step_type', False):
+                    self._reward_normalizer.update(
+                        reward, step_type=time_step.step_type)
+                else:
+                    self._reward_normalizer.update(reward)
             reward = self._reward_normalizer.normalize(reward)
         if self._reward_clip_value:
             reward = tf.clip_by_value(reward, -self._reward_clip_value,

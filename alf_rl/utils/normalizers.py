@@ -11,6 +11,7 @@ a different spec fails to restore with a shape error.
 import gin
 import tensorflow as tf
 
+from alf_rl.data_structures import StepType
 from alf_rl.utils.nest import check_nest_matches_spec
 
 
@@ -100,23 +101,37 @@ class StreamingMeanVarNormalizer(_Normalizer):
         """[] float64 number of elements folded in."""
         return self._count.read_value()
 
-    def update(self, nest, outer_rank=1):
+    def update(self, nest, outer_rank=1, weights=None):
         """Folds a batch into the statistics (parallel-variance update).
 
         Args:
             nest: nest of tensors with ``outer_rank`` leading dims.
             outer_rank: number of leading dims reduced over.
+            weights: optional float 0/1 mask shaped like the leading dims;
+                only elements with weight 1 are folded in (a batch of all
+                zeros leaves the statistics unchanged).
         """
         flat = self._flat(nest, outer_rank)
         axes = list(range(outer_rank))
-        n_b = tf.cast(tf.reduce_prod(tf.shape(flat[0])[:outer_rank]),
-                      tf.float64)
+        if weights is None:
+            n_b = tf.cast(tf.reduce_prod(tf.shape(flat[0])[:outer_rank]),
+                          tf.float64)
+        else:
+            weights = tf.cast(weights, tf.float32)
+            n_b = tf.cast(tf.reduce_sum(weights), tf.float64)
         n_a = self._count.read_value()
         total = n_a + n_b
         w_b = tf.cast(n_b / tf.maximum(total, 1.0), tf.float32)
         w_a = tf.cast(n_a / tf.maximum(total, 1.0), tf.float32)
         for x, m, v in zip(flat, self._means, self._vars):
-            mean_b, var_b = tf.nn.moments(x, axes)
+            if weights is None:
+                mean_b, var_b = tf.nn.moments(x, axes)
+            else:
+                w = tf.reshape(weights, weights.shape.as_list() + [1] *
+                               (x.shape.rank - outer_rank))
+                n = tf.maximum(tf.cast(n_b, tf.float32), 1.0)
+                mean_b = tf.reduce_sum(w * x, axes) / n
+                var_b = tf.reduce_sum(w * tf.square(x - mean_b), axes) / n
             delta = mean_b - m
             new_mean = m + delta * w_b
             # M2 / total: (var_a n_a + var_b n_b + delta^2 n_a n_b / total)
@@ -199,3 +214,80 @@ class AdaptiveScalarNormalizer(EMAMeanVarNormalizer):
         """Folds [B] or [B, T] scalars into the statistics."""
         x = tf.cast(x, tf.float32)
         super().update(x, outer_rank=x.shape.rank)
+
+
+@gin.configurable
+class ReturnScaleNormalizer(StreamingMeanVarNormalizer):
+    """Scales rewards by the std of the discounted return (SB3 VecNormalize).
+
+    Per environment it keeps the discounted return ``G <- gamma G + r``
+    (restarted at each episode's FIRST step, whose reward belongs to no
+    transition) and folds the [B] returns of every rollout step into an
+    exact running variance; ``normalize(r) = r / sqrt(var(G) + epsilon)``,
+    clipped to ``[-clip_value, clip_value]``, not centred. With a large
+    gamma this keeps value targets near unit scale, where a per-step
+    reward scale (``AdaptiveScalarNormalizer``) leaves them ~1 / (1 - gamma)
+    times larger. ``RLAlgorithm`` passes it the step types
+    (``uses_step_type``).
+
+    Args:
+        gamma: discount of the tracked return (the algorithm's gamma).
+        clip_value: clip normalized rewards to [-clip, clip] if > 0.
+        epsilon: variance floor.
+    """
+
+    uses_step_type = True
+
+    def __init__(self, gamma=0.99, clip_value=10.0, epsilon=1e-8,
+                 name='ReturnScaleNormalizer'):
+        if not 0.0 <= gamma <= 1.0:
+            raise ValueError("ReturnScaleNormalizer: gamma must be in [0, 1],"
+                             " got %r" % (gamma, ))
+        super().__init__(tf.TensorSpec((), tf.float32), clip_value, epsilon,
+                         name)
+        self._gamma = float(gamma)
+        with self.name_scope:
+            # [B] running returns; B is set by the first update (under XLA
+            # that first change of shape compiles the iteration once more).
+            self._returns = tf.Variable(tf.zeros([0]), trainable=False,
+                                        shape=tf.TensorShape([None]),
+                                        name='returns')
+
+    @property
+    def returns(self):
+        """[B] float32 discounted returns of the current episodes."""
+        return self._returns.read_value()
+
+    def normalize(self, x, outer_rank=None):
+        """Scales [B] or [B, T] rewards (any outer rank); no update."""
+        y = tf.cast(x, tf.float32) / tf.sqrt(self._vars[0] + self._epsilon)
+        if self._clip_value > 0:
+            y = tf.clip_by_value(y, -self._clip_value, self._clip_value)
+        return y
+
+    def update(self, x, outer_rank=None, step_type=None):
+        """Advances the [B] returns by one step and folds them in.
+
+        Args:
+            x: [B] rewards of one step of B environments.
+            outer_rank: unused (one step: [B]).
+            step_type: [B] step types; FIRST restarts an environment's
+                return and is not folded in. None: every step continues.
+        """
+        x = tf.cast(x, tf.float32)
+        if x.shape.rank != 1:
+            raise ValueError("ReturnScaleNormalizer.update takes the [B] "
+                             "rewards of one step, got shape %s" % x.shape)
+        # The first update sizes the [B] returns (zeros). A tf.cond on the
+        # size would do, but grappler folds it with the variable's initial
+        # [0] shape (measured: "Incompatible shapes: [0] vs. [3]").
+        previous = tf.concat([self._returns.read_value(), tf.zeros_like(x)],
+                             0)[:tf.shape(x)[0]]
+        returns = self._gamma * previous + x
+        weights = tf.ones_like(x)
+        if step_type is not None:
+            first = tf.equal(step_type, StepType.FIRST)
+            returns = tf.where(first, tf.zeros_like(returns), returns)
+            weights = 1.0 - tf.cast(first, tf.float32)
+        self._returns.assign(returns)
+        super().update(returns, outer_rank=1, weights=weights)

@@ -4,8 +4,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from alf_rl.data_structures import StepType
 from alf_rl.utils.normalizers import (AdaptiveScalarNormalizer,
                                       EMAMeanVarNormalizer,
+                                      ReturnScaleNormalizer,
                                       StreamingMeanVarNormalizer)
 
 SPEC = {'a': tf.TensorSpec([3], tf.float32), 'b': tf.TensorSpec([], tf.float32)}
@@ -102,3 +104,85 @@ def test_input_not_matching_spec_names_the_path():
     norm = StreamingMeanVarNormalizer(SPEC)
     with pytest.raises(ValueError, match=r"\['a'\]"):
         norm.update({'a': tf.zeros([2, 4]), 'b': tf.zeros([2])})
+
+
+def _return_stream(seed, batch=3, steps=40):
+    """Rewards and step types of B envs: episodes of random length, the
+    reward of a FIRST step is 0 (it ends no transition)."""
+    rng = np.random.default_rng(seed)
+    rewards = rng.normal(1.0, 2.0, size=(steps, batch)).astype(np.float32)
+    first = rng.random((steps, batch)) < 0.15
+    first[0] = True
+    rewards[first] = 0.0
+    step_type = np.where(first, int(StepType.FIRST), int(StepType.MID))
+    return rewards, step_type.astype(np.int32)
+
+
+def _numpy_return_var(rewards, step_type, gamma):
+    returns = np.zeros(rewards.shape[1])
+    folded = []
+    for r, st in zip(rewards, step_type):
+        returns = np.where(st == StepType.FIRST, 0.0, gamma * returns + r)
+        folded.extend(returns[st != StepType.FIRST])
+    return np.var(folded), len(folded), returns
+
+
+def test_return_scale_matches_numpy_and_survives_a_checkpoint(tmp_path):
+    gamma = 0.9
+    rewards, step_type = _return_stream(0)
+    norm = ReturnScaleNormalizer(gamma=gamma, clip_value=0.0)
+    update = tf.function(norm.update)
+    half = len(rewards) // 2
+    for r, st in zip(rewards[:half], step_type[:half]):
+        update(tf.constant(r), step_type=tf.constant(st))
+    ckpt = tf.train.Checkpoint(norm=norm)
+    path = ckpt.write(str(tmp_path / 'ckpt'))
+    restored = ReturnScaleNormalizer(gamma=gamma, clip_value=0.0)
+    tf.train.Checkpoint(norm=restored).read(path).assert_consumed()
+    np.testing.assert_allclose(restored.returns, norm.returns)
+    for r, st in zip(rewards[half:], step_type[half:]):
+        restored.update(tf.constant(r), step_type=tf.constant(st))
+    var, count, returns = _numpy_return_var(rewards, step_type, gamma)
+    np.testing.assert_allclose(restored.returns, returns, rtol=1e-5)
+    np.testing.assert_allclose(restored.variance, var, rtol=1e-4)
+    assert float(restored.count) == count
+    # Scaled, not centred: the sign of every reward is kept.
+    out = restored.normalize(tf.constant(rewards[:5]))
+    np.testing.assert_allclose(out, rewards[:5] / np.sqrt(var + 1e-8),
+                               rtol=1e-5)
+    clipped = ReturnScaleNormalizer(gamma=gamma, clip_value=0.5)
+    clipped.update(tf.constant([4.0, -4.0]))
+    clipped.update(tf.constant([1.0, 1.0]))
+    assert np.all(np.abs(clipped.normalize(tf.constant([100.0, -100.0])))
+                  == 0.5)
+
+
+def test_return_scale_bad_input():
+    with pytest.raises(ValueError, match='gamma must be in'):
+        ReturnScaleNormalizer(gamma=1.5)
+    with pytest.raises(ValueError, match='one step, got shape'):
+        ReturnScaleNormalizer().update(tf.zeros([2, 3]))
+
+
+def test_rl_algorithm_passes_step_types_to_the_return_normalizer():
+    from alf_rl.algorithms import PPOAlgorithm
+    from alf_rl.data_structures import TimeStep
+    from alf_rl.environments.suite_unittest import PolicyUnittestEnv
+    from alf_rl.environments.tf_environment import TFPyEnvironment
+    env = TFPyEnvironment(PolicyUnittestEnv(2, 5))
+    alg = PPOAlgorithm(env.observation_spec(), env.action_spec(),
+                       reward_normalizer_ctor=lambda: ReturnScaleNormalizer(
+                           gamma=0.5, clip_value=0.0))
+    ts = env.reset()
+    steps = [(ts.step_type, [0.0, 0.0]),
+             (tf.constant([StepType.MID] * 2), [2.0, 4.0]),
+             (tf.constant([StepType.FIRST, StepType.MID]), [0.0, 2.0])]
+    for st, r in steps:
+        alg.transform_timestep(ts._replace(step_type=st,
+                                           reward=tf.constant(r)),
+                               update_normalizers=True)
+    # Env 0 restarted at its FIRST step; env 1: 0.5 * 4 + 2.
+    np.testing.assert_allclose(alg._reward_normalizer.returns, [0.0, 4.0])
+    np.testing.assert_allclose(alg._reward_normalizer.variance,
+                               np.var([2.0, 4.0, 4.0]), rtol=1e-5)
+    assert TimeStep is not None
