@@ -333,6 +333,21 @@ class DdpgAlgorithm(OffPolicyAlgorithm):
         action, _ = self._target_actor_network(observation)
         return action
 
+    def _target_value(self, observation):
+        """``mu'(s)`` and the smallest target critic's value there.
+
+        Args:
+            observation: nest of [B, ...].
+        Returns:
+            ``(target action like action_spec [B, ...], target Q [B])``.
+        """
+        target_action = self._target_action(observation)
+        target_q = tf.reduce_min(tf.stack([
+            c((observation, target_action))[0]
+            for c in self._target_critic_networks
+        ], axis=-1), axis=-1)
+        return target_action, target_q
+
     # ------------------------------------------------------------ steps
     def predict(self, time_step, state):
         """Greedy action ``mu(s)``.
@@ -379,11 +394,7 @@ class DdpgAlgorithm(OffPolicyAlgorithm):
         q = tf.stack(
             [c((observation, exp.action))[0] for c in self._critic_networks],
             axis=-1)
-        target_action = self._target_action(observation)
-        target_q = tf.reduce_min(tf.stack([
-            c((observation, target_action))[0]
-            for c in self._target_critic_networks
-        ], axis=-1), axis=-1)
+        _, target_q = self._target_value(observation)
 
         action, _ = self._actor_network(observation)
         with tf.GradientTape(watch_accessed_variables=False) as tape:
@@ -413,12 +424,7 @@ class DdpgAlgorithm(OffPolicyAlgorithm):
             info=DdpgInfo)`` with ``critic`` [B, n] and ``actor_loss`` [B]
             zeros.
         """
-        observation = exp.observation
-        target_action = self._target_action(observation)
-        target_q = tf.reduce_min(tf.stack([
-            c((observation, target_action))[0]
-            for c in self._target_critic_networks
-        ], axis=-1), axis=-1)
+        target_action, target_q = self._target_value(exp.observation)
         zeros = tf.zeros_like(target_q)
         return PolicyStep(
             action=target_action,

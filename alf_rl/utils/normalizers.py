@@ -72,11 +72,14 @@ class _Normalizer(tf.Module):
         flat = []
         for x, m, v in zip(self._flat(nest, outer_rank), self._means,
                            self._vars):
-            y = (x - m) / tf.sqrt(v + self._epsilon)
-            if self._clip_value > 0:
-                y = tf.clip_by_value(y, -self._clip_value, self._clip_value)
-            flat.append(y)
+            flat.append(self._clip((x - m) / tf.sqrt(v + self._epsilon)))
         return tf.nest.pack_sequence_as(self._spec, flat)
+
+    def _clip(self, y):
+        """``y`` clipped to [-clip_value, clip_value] when clip_value > 0."""
+        if self._clip_value > 0:
+            return tf.clip_by_value(y, -self._clip_value, self._clip_value)
+        return y
 
 
 @gin.configurable
@@ -204,11 +207,8 @@ class AdaptiveScalarNormalizer(EMAMeanVarNormalizer):
         """Normalizes [B] or [B, T] scalars (any outer rank)."""
         x = tf.cast(x, tf.float32)
         mean, var = self._means[0], self._vars[0]
-        y = ((x - mean) if self._center_mean else x) / tf.sqrt(var +
-                                                              self._epsilon)
-        if self._clip_value > 0:
-            y = tf.clip_by_value(y, -self._clip_value, self._clip_value)
-        return y
+        return self._clip(((x - mean) if self._center_mean else x) /
+                          tf.sqrt(var + self._epsilon))
 
     def update(self, x, outer_rank=None):
         """Folds [B] or [B, T] scalars into the statistics."""
@@ -260,10 +260,8 @@ class ReturnScaleNormalizer(StreamingMeanVarNormalizer):
 
     def normalize(self, x, outer_rank=None):
         """Scales [B] or [B, T] rewards (any outer rank); no update."""
-        y = tf.cast(x, tf.float32) / tf.sqrt(self._vars[0] + self._epsilon)
-        if self._clip_value > 0:
-            y = tf.clip_by_value(y, -self._clip_value, self._clip_value)
-        return y
+        return self._clip(
+            tf.cast(x, tf.float32) / tf.sqrt(self._vars[0] + self._epsilon))
 
     def update(self, x, outer_rank=None, step_type=None):
         """Advances the [B] returns by one step and folds them in.
@@ -284,7 +282,7 @@ class ReturnScaleNormalizer(StreamingMeanVarNormalizer):
         previous = tf.concat([self._returns.read_value(), tf.zeros_like(x)],
                              0)[:tf.shape(x)[0]]
         returns = self._gamma * previous + x
-        weights = tf.ones_like(x)
+        weights = None
         if step_type is not None:
             first = tf.equal(step_type, StepType.FIRST)
             returns = tf.where(first, tf.zeros_like(returns), returns)
