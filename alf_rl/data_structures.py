@@ -13,11 +13,18 @@ discount 1, so truncation bootstraps.
 
 import collections
 import sys
+from typing import Any, Dict, Iterable, Optional, Union
 
 import numpy as np
 
+# Avoids importing TensorFlow here (environment worker processes use these
+# structures without it): a tensor or array, as a forward reference.
+TensorOrArray = Any
 
-def namedtuple(typename, field_names, default_value=None, default_values=None):
+
+def namedtuple(typename: str, field_names: Union[str, Iterable[str]],
+               default_value: Any = None,
+               default_values: Optional[Dict[str, Any]] = None) -> type:
     """A ``collections.namedtuple`` whose fields all have defaults.
 
     Args:
@@ -64,16 +71,16 @@ class _StepTypeMixin(object):
     """``is_first``/``is_mid``/``is_last`` for tensors and numpy arrays."""
     __slots__ = ()
 
-    def is_first(self):
-        """Returns a bool tensor/array shaped like ``step_type``."""
+    def is_first(self) -> TensorOrArray:
+        """A bool tensor/array shaped like ``step_type``: [B] or [T, B]."""
         return _compare(self.step_type, StepType.FIRST)
 
-    def is_mid(self):
-        """Returns a bool tensor/array shaped like ``step_type``."""
+    def is_mid(self) -> TensorOrArray:
+        """A bool tensor/array shaped like ``step_type``: [B] or [T, B]."""
         return _compare(self.step_type, StepType.MID)
 
-    def is_last(self):
-        """Returns a bool tensor/array shaped like ``step_type``."""
+    def is_last(self) -> TensorOrArray:
+        """A bool tensor/array shaped like ``step_type``: [B] or [T, B]."""
         return _compare(self.step_type, StepType.LAST)
 
 
@@ -168,13 +175,15 @@ Fields:
 """
 
 
-def make_experience(time_step, policy_step, state):
+def make_experience(time_step: 'TimeStep', policy_step: 'PolicyStep',
+                    state: Any) -> 'Experience':
     """Builds an ``Experience`` from a step and the policy's answer to it.
 
     Args:
         time_step: ``TimeStep`` with [B, ...] fields.
         policy_step: ``PolicyStep`` returned for ``time_step``.
-        state: the policy state passed into the algorithm for ``time_step``.
+        state: nest of [B, ...], the policy state passed into the algorithm
+            for ``time_step``.
 
     Returns:
         ``Experience`` with [B, ...] fields.
@@ -190,8 +199,15 @@ def make_experience(time_step, policy_step, state):
                       state=state)
 
 
-def experience_to_time_step(exp):
-    """The ``TimeStep`` part of an ``Experience`` (same leading dims)."""
+def experience_to_time_step(exp: 'Experience') -> 'TimeStep':
+    """The ``TimeStep`` part of an ``Experience``.
+
+    Args:
+        exp: ``Experience`` with [B, ...] or [T, B, ...] fields.
+
+    Returns:
+        ``TimeStep`` with the same leading dims (no copies).
+    """
     return TimeStep(step_type=exp.step_type,
                     reward=exp.reward,
                     discount=exp.discount,

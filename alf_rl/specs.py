@@ -6,10 +6,19 @@ the spec's shape. Specs describe one element (no batch dimension); functions
 taking ``outer_dims`` prepend batch/time dimensions.
 """
 
+from typing import Any, Optional, Sequence, Union
+
 import numpy as np
 import tensorflow as tf
 
+from alf_rl.data_structures import TimeStep
+from alf_rl.utils.nest import Nest
+
 TensorSpec = tf.TensorSpec
+
+# Leading (batch/time) dims: Python ints or scalar int tensors, or a 1-D int
+# tensor.
+OuterDims = Union[Sequence[Any], tf.Tensor]
 
 
 class BoundedTensorSpec(tf.TensorSpec):
@@ -25,7 +34,9 @@ class BoundedTensorSpec(tf.TensorSpec):
 
     __slots__ = ('_minimum', '_maximum')
 
-    def __init__(self, shape, dtype, minimum, maximum, name=None):
+    def __init__(self, shape: Union[tf.TensorShape, Sequence[int]],
+                 dtype: Any, minimum: Any, maximum: Any,
+                 name: Optional[str] = None):
         super().__init__(shape, dtype, name)
         np_dtype = self.dtype.as_numpy_dtype
         try:
@@ -47,8 +58,17 @@ class BoundedTensorSpec(tf.TensorSpec):
         self._maximum.setflags(write=False)
 
     @classmethod
-    def from_spec(cls, spec, minimum=None, maximum=None):
-        """A bounded spec from ``spec``; bounds default to the dtype's range."""
+    def from_spec(cls, spec: tf.TensorSpec, minimum: Any = None,
+                  maximum: Any = None) -> 'BoundedTensorSpec':
+        """A bounded spec from ``spec``; bounds default to the dtype's range.
+
+        Args:
+            spec: a ``tf.TensorSpec`` (its bounds are kept when it has some).
+            minimum, maximum: scalars or arrays broadcastable to the shape.
+
+        Returns:
+            ``BoundedTensorSpec`` with ``spec``'s shape, dtype and name.
+        """
         dtype = tf.as_dtype(spec.dtype)
         if minimum is None:
             minimum = getattr(spec, 'minimum', dtype.min)
@@ -57,12 +77,12 @@ class BoundedTensorSpec(tf.TensorSpec):
         return cls(spec.shape, dtype, minimum, maximum, spec.name)
 
     @property
-    def minimum(self):
+    def minimum(self) -> np.ndarray:
         """numpy array shaped like the spec: the smallest allowed values."""
         return self._minimum
 
     @property
-    def maximum(self):
+    def maximum(self) -> np.ndarray:
         """numpy array shaped like the spec: the largest allowed values."""
         return self._maximum
 
@@ -100,23 +120,30 @@ def _short(array):
     return np.array2string(array, threshold=8)
 
 
-def is_discrete(spec):
+def is_discrete(spec: tf.TensorSpec) -> bool:
     """True when ``spec`` has an integer or bool dtype."""
     return tf.as_dtype(spec.dtype).is_integer or spec.dtype == tf.bool
 
 
-def is_continuous(spec):
+def is_continuous(spec: tf.TensorSpec) -> bool:
     """True when ``spec`` has a floating dtype."""
     return tf.as_dtype(spec.dtype).is_floating
 
 
-def is_bounded(spec):
+def is_bounded(spec: tf.TensorSpec) -> bool:
     """True for a ``BoundedTensorSpec``."""
     return isinstance(spec, BoundedTensorSpec)
 
 
-def num_discrete_actions(spec):
+def num_discrete_actions(spec: tf.TensorSpec) -> int:
     """The number of values of a scalar bounded discrete spec.
+
+    Args:
+        spec: a ``BoundedTensorSpec`` of an integer dtype, any shape, with
+            one ``[minimum, maximum]`` range for all its elements.
+
+    Returns:
+        ``maximum - minimum + 1``.
 
     Raises:
         ValueError: if ``spec`` is not a bounded discrete spec whose bounds
@@ -131,7 +158,7 @@ def num_discrete_actions(spec):
     return int(hi[0]) - int(lo[0]) + 1
 
 
-def spec_from_gym_space(space, name=None):
+def spec_from_gym_space(space: Any, name: Optional[str] = None) -> Nest:
     """Converts a gymnasium space into a (nested) spec.
 
     ``Box`` keeps its dtype and bounds (uint8 images included); ``Discrete``
@@ -179,7 +206,7 @@ def _full_shape(spec, outer_dims):
     return list(outer_dims) + spec.shape.as_list()
 
 
-def zeros_from_spec(spec, outer_dims=()):
+def zeros_from_spec(spec: Nest, outer_dims: OuterDims = ()) -> Nest:
     """Zero tensors for a nested spec.
 
     Args:
@@ -203,14 +230,8 @@ def zeros_from_spec(spec, outer_dims=()):
     return tf.nest.map_structure(_zeros, spec)
 
 
-def numpy_zeros_from_spec(spec, outer_dims=()):
-    """Like ``zeros_from_spec`` but returns numpy arrays."""
-    return tf.nest.map_structure(
-        lambda s: np.zeros(_full_shape(s, outer_dims), s.dtype.as_numpy_dtype),
-        spec)
-
-
-def sample_spec_nest(spec, outer_dims=(), seed=None):
+def sample_spec_nest(spec: Nest, outer_dims: Sequence[int] = (),
+                     seed: Optional[int] = None) -> Nest:
     """Uniform random tensors within the bounds of a nested spec.
 
     Unbounded floating specs sample from [-10, 10]; unbounded integer specs
@@ -247,7 +268,7 @@ def sample_spec_nest(spec, outer_dims=(), seed=None):
     return tf.nest.map_structure(_sample, spec)
 
 
-def clip_to_spec(value, spec):
+def clip_to_spec(value: Nest, spec: Nest) -> Nest:
     """Clips a nest of tensors to the bounds of a nested spec.
 
     Args:
@@ -267,7 +288,7 @@ def clip_to_spec(value, spec):
     return tf.nest.map_structure(_clip, value, spec)
 
 
-def cast_and_clip_to_spec(value, spec):
+def cast_and_clip_to_spec(value: Nest, spec: Nest) -> Nest:
     """Casts a nest of actions to the spec dtypes, then clips to the bounds.
 
     What algorithms apply before handing actions to an environment, which
@@ -284,24 +305,35 @@ def cast_and_clip_to_spec(value, spec):
     return clip_to_spec(value, spec)
 
 
-def add_outer_dims(spec, outer_dims):
+def add_outer_dims(spec: Nest, outer_dims: Sequence[Optional[int]]) -> Nest:
     """A nest of ``tf.TensorSpec`` with ``outer_dims`` prepended (None ok).
 
     Used to build input signatures, e.g. ``add_outer_dims(spec, [None])``.
+
+    Args:
+        spec: nest of specs of one element.
+        outer_dims: leading dims, e.g. ``[None]`` ([B]) or ``[T, None]``.
+
+    Returns:
+        Matching nest of ``tf.TensorSpec`` shaped ``outer_dims + shape``
+        (bounds dropped).
     """
     return tf.nest.map_structure(
         lambda s: tf.TensorSpec(list(outer_dims) + s.shape.as_list(), s.dtype,
                                 s.name), spec)
 
 
-def spec_from_tensor(tensor, outer_rank=1):
-    """A ``tf.TensorSpec`` of one element of ``tensor`` (drops outer dims)."""
-    return tf.TensorSpec(tensor.shape[outer_rank:], tensor.dtype)
+def time_step_spec(observation_spec: Nest, action_spec: Nest) -> TimeStep:
+    """The ``TimeStep`` spec for given observation and action specs.
 
+    Args:
+        observation_spec: nest of specs of one observation.
+        action_spec: nest of specs of one action (``prev_action``'s spec).
 
-def time_step_spec(observation_spec, action_spec):
-    """The ``TimeStep`` spec for given observation and action specs."""
-    from alf_rl.data_structures import TimeStep
+    Returns:
+        ``TimeStep`` of specs: scalar int32 ``step_type`` and ``env_id``,
+        scalar float32 ``reward`` and ``discount``.
+    """
     return TimeStep(step_type=tf.TensorSpec((), tf.int32),
                     reward=tf.TensorSpec((), tf.float32),
                     discount=tf.TensorSpec((), tf.float32),

@@ -14,6 +14,7 @@ return. ``--record_file`` renders frames with ``render_mode='rgb_array'``
 import os
 import sys
 import time
+from typing import Any, List, Optional, Sequence, Tuple
 
 from absl import app, flags
 
@@ -34,13 +35,17 @@ def _define_flags():
     flags.DEFINE_multi_string('gin_param', None, 'Extra gin bindings.')
 
 
-def write_video(frames, path, fps=30):
+def write_video(frames: Sequence[Any], path: str, fps: int = 30) -> None:
     """Writes RGB frames ([H, W, 3] uint8 each) to a .gif or .mp4 file.
 
     Args:
         frames: list of [H, W, 3] uint8 arrays.
         path: output path; the suffix chooses the format.
         fps: frames per second.
+
+    Raises:
+        ValueError: no frames, an unknown suffix, or ``.mp4`` without
+            imageio.
     """
     if not frames:
         raise ValueError("no frames to write to %s" % path)
@@ -65,31 +70,70 @@ def write_video(frames, path, fps=30):
                          path)
 
 
-def play(root_dir, num_episodes=5, record_file=None, fps=30, gin_params=(),
-         max_episode_steps=0, seed=0):
+def play(root_dir: str, num_episodes: int = 5,
+         record_file: Optional[str] = None, fps: int = 30,
+         gin_params: Sequence[str] = (), max_episode_steps: int = 0,
+         seed: int = 0) -> List[float]:
     """Restores the newest checkpoint of ``root_dir`` and plays greedily.
+
+    Args:
+        root_dir: a run directory written by ``alf-train`` (``config.gin``
+            and ``ckpt/``).
+        num_episodes: episodes to play.
+        record_file: optional ``.gif``/``.mp4`` path to write the frames to.
+        fps: frames per second of the recording.
+        gin_params: extra gin bindings, applied after ``config.gin``.
+        max_episode_steps: cap on steps per episode (0: the env default).
+        seed: seed of the play environment and of the policy's sampling.
 
     Returns:
         list of per-episode returns (floats).
+
+    Raises:
+        ValueError: ``root_dir`` has no ``config.gin``, or a bad
+            ``record_file`` suffix.
+        CheckpointError: no checkpoint, or one that does not match.
     """
-    tf = import_tensorflow()
+    import_tensorflow()
     if record_file:
         # Frames come from render_mode='rgb_array'; no window or sound needed.
         os.environ.setdefault('SDL_VIDEODRIVER', 'dummy')
         os.environ.setdefault('SDL_AUDIODRIVER', 'dummy')
+    env, algorithm = _restore(root_dir, bool(record_file), gin_params,
+                              max_episode_steps, seed)
+    start = time.time()
+    frames, returns = _play_episodes(env, algorithm, num_episodes,
+                                     bool(record_file))
+    if record_file:
+        write_video(frames, record_file, fps)
+        print('alf-play: wrote %d frames to %s' % (len(frames), record_file))
+    env.close()
+    print('alf-play: mean return %.2f over %d episodes (%.1f s)' %
+          (sum(returns) / len(returns), len(returns), time.time() - start))
+    return returns
+
+
+def _restore(root_dir: str, render: bool, gin_params: Sequence[str],
+             max_episode_steps: int, seed: int) -> Tuple[Any, Any]:
+    """Parses the run's config; builds one environment and the algorithm.
+
+    Returns:
+        ``(environment, algorithm)``, the algorithm restored from the
+        newest checkpoint of ``root_dir/ckpt``.
+    """
     import gin
     import alf_rl.configurables  # noqa: F401
     from alf_rl.environments.utils import create_environment
     from alf_rl.trainers.trainer import TrainerConfig
     from alf_rl.utils.checkpoint import Checkpointer, CheckpointError
-    from alf_rl.utils.common import reset_state_if_necessary, set_random_seed
+    from alf_rl.utils.common import set_random_seed
 
     config_file = os.path.join(root_dir, 'config.gin')
     if not os.path.exists(config_file):
         raise ValueError("%s not found: is %s a root_dir written by "
                          "alf-train?" % (config_file, root_dir))
     bindings = list(gin_params or [])
-    if record_file:
+    if render:
         bindings.append("create_environment.render_mode='rgb_array'")
     if max_episode_steps:
         bindings.append('create_environment.max_episode_steps=%d' %
@@ -109,6 +153,20 @@ def play(root_dir, num_episodes=5, record_file=None, fps=30, gin_params=(),
     checkpointer = Checkpointer(ckpt_dir, algorithm=algorithm)
     path = checkpointer.restore()
     print('alf-play: restored %s' % path)
+    return env, algorithm
+
+
+def _play_episodes(env: Any, algorithm: Any, num_episodes: int,
+                   render: bool) -> Tuple[List[Any], List[float]]:
+    """Plays ``algorithm.predict`` in a batch-of-1 environment.
+
+    Returns:
+        ``(frames, returns)``: the [H, W, 3] uint8 frames rendered before
+        every step and after the last (empty unless ``render``), and the
+        per-episode returns.
+    """
+    import tensorflow as tf
+    from alf_rl.utils.common import reset_state_if_necessary
 
     @tf.function
     def predict_step(time_step, state):
@@ -121,9 +179,9 @@ def play(root_dir, num_episodes=5, record_file=None, fps=30, gin_params=(),
     frames, returns = [], []
     time_step = env.reset()
     state = algorithm.get_initial_predict_state(1)
-    episode_return, start = 0.0, time.time()
+    episode_return = 0.0
     while len(returns) < num_episodes:
-        if record_file:
+        if render:
             frame = env.render()
             if frame is not None:
                 frames.append(frame)
@@ -136,16 +194,11 @@ def play(root_dir, num_episodes=5, record_file=None, fps=30, gin_params=(),
             print('episode %d: return %.2f' % (len(returns), episode_return),
                   flush=True)
             episode_return = 0.0
-    if record_file:
+    if render:
         frame = env.render()
         if frame is not None:
             frames.append(frame)
-        write_video(frames, record_file, fps)
-        print('alf-play: wrote %d frames to %s' % (len(frames), record_file))
-    env.close()
-    print('alf-play: mean return %.2f over %d episodes (%.1f s)' %
-          (sum(returns) / len(returns), len(returns), time.time() - start))
-    return returns
+    return frames, returns
 
 
 def _main(argv):
@@ -163,7 +216,7 @@ def _main(argv):
         sys.exit(1)
 
 
-def main():
+def main() -> None:
     """Console entry point of ``alf-play``."""
     _define_flags()
     run_app(_main)

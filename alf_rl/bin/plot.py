@@ -13,10 +13,11 @@ when there is one, the evaluation curve (``RUN/eval``: greedy episodes) of
 
 import os
 import sys
+from typing import Dict, List, Optional
 
 from absl import app, flags
 
-from alf_rl.bin.quiet import run_app
+from alf_rl.bin.quiet import import_tensorflow, run_app
 
 FLAGS = flags.FLAGS
 
@@ -32,8 +33,9 @@ def _define_flags():
     flags.DEFINE_string('title', None, 'Chart title (default: the metric).')
 
 
-def plot_runs(root_dirs, out, metric='AverageReturn', x='env_steps',
-              include_eval=True, title=None):
+def plot_runs(root_dirs: List[str], out: str, metric: str = 'AverageReturn',
+              x: str = 'env_steps', include_eval: bool = True,
+              title: Optional[str] = None) -> Dict[str, int]:
     """Writes an SVG chart of ``Metrics/<metric>`` of training runs.
 
     Args:
@@ -56,6 +58,7 @@ def plot_runs(root_dirs, out, metric='AverageReturn', x='env_steps',
         raise ValueError("x must be 'env_steps' or 'iterations', got %r" % x)
     tag = ('Metrics_vs_EnvironmentSteps/' if x == 'env_steps' else
            'Metrics/') + metric
+    import_tensorflow()  # before curves reads events: quiet start-up
     series = []
     for root in root_dirs:
         if not os.path.isdir(os.path.join(root, 'train')):
@@ -99,7 +102,7 @@ def _main(argv):
         '%s: %d points' % kv for kv in counts.items())))
 
 
-def main():
+def main() -> None:
     """Console entry point of ``alf-plot``."""
     _define_flags()
     run_app(_main)

@@ -11,7 +11,9 @@ import os
 import re
 import sys
 import tempfile
+import types
 import warnings
+from typing import Callable, List
 
 _NOISE = [
     re.compile(r'^WARNING: All log messages before absl::InitializeLog'),
@@ -23,8 +25,12 @@ _NOISE = [
 ]
 
 
-def is_noise(line):
-    """True for a known TensorFlow start-up notice (not an error)."""
+def is_noise(line: str) -> bool:
+    """True for a known TensorFlow start-up notice (not an error).
+
+    Args:
+        line: one line of stderr, without its newline.
+    """
     return any(p.match(line) for p in _NOISE)
 
 
@@ -56,7 +62,7 @@ def _import_stdlib_distutils():
         sys.meta_path[0:0] = shims
 
 
-def import_tensorflow():
+def import_tensorflow() -> types.ModuleType:
     """Imports TensorFlow (and TFP) quietly; returns the ``tensorflow`` module."""
     # Level 3 also hides oneDNN's run-time notices logged at ERROR level (e.g.
     # "oneDNN supports DT_INT64 only on platforms with AVX-512"); genuine
@@ -97,7 +103,7 @@ def import_tensorflow():
     return tf
 
 
-def run_app(main_fn):
+def run_app(main_fn: Callable[[List[str]], None]) -> None:
     """Runs an absl ``main_fn`` and ends the process without TF's teardown.
 
     After a training run, interpreter finalization spends ~1.5 s on this

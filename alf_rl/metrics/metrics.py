@@ -16,9 +16,11 @@ returns ([B] fields), including the first reset step. Counting rules:
   length 2: two actions were taken).
 """
 
+from typing import List, Optional
+
 import tensorflow as tf
 
-from alf_rl.data_structures import StepType
+from alf_rl.data_structures import StepType, TimeStep
 
 
 class StepMetric(tf.Module):
@@ -36,7 +38,7 @@ class StepMetric(tf.Module):
         """The TensorBoard tag, ``'Metrics/<name>'``."""
         return 'Metrics/' + self.name
 
-    def __call__(self, time_step):
+    def __call__(self, time_step: TimeStep) -> Optional[tf.Operation]:
         """Updates the metric with one batched step.
 
         Args:
@@ -58,7 +60,7 @@ class StepMetric(tf.Module):
         """The current value, a scalar tensor."""
         raise NotImplementedError
 
-    def reset(self):
+    def reset(self) -> None:
         """Returns the metric to its freshly constructed state."""
         for v in self.variables:
             v.assign(tf.zeros_like(v))
@@ -268,7 +270,8 @@ class AverageEpisodeLength(_EpisodeAverageMetric):
         return tf.ones(tf.shape(time_step.step_type), self._dtype)
 
 
-def default_metrics(batch_size: int, buffer_size: int = 10):
+def default_metrics(batch_size: int,
+                    buffer_size: int = 10) -> List[StepMetric]:
     """The four standard metrics, in TensorBoard-tag order.
 
     Args:

@@ -13,10 +13,14 @@ Returned experience is batch-major, ``[B, T, ...]``; the trainer transposes
 it to time-major once.
 """
 
+from typing import Any, Optional, Tuple
+
 import tensorflow as tf
 
 from alf_rl.replay.prioritized_replay_buffer import PrioritizedReplayBuffer
-from alf_rl.replay.replay_buffer import ReplayBuffer, _deps, runtime_check
+from alf_rl.replay.replay_buffer import (BatchInfo, ReplayBuffer, _deps,
+                                         runtime_check)
+from alf_rl.utils.nest import Nest
 
 
 def _env_ids(exp):
@@ -30,23 +34,29 @@ def _env_ids(exp):
 
 
 class ExperienceReplayer(tf.Module):
-    """Interface: ``observe``, ``replay``, ``replay_all``, ``clear``."""
+    """Interface: ``observe``, ``replay``, ``replay_all``, ``clear``.
 
-    def __init__(self, buffer, name):
+    Args:
+        buffer: the ``ReplayBuffer`` (or ``PrioritizedReplayBuffer``) that
+            holds the steps.
+        name: module name.
+    """
+
+    def __init__(self, buffer: ReplayBuffer, name: str):
         super().__init__(name=name)
         self._buffer = buffer
 
     @property
-    def buffer(self):
+    def buffer(self) -> ReplayBuffer:
         """The underlying ``ReplayBuffer``."""
         return self._buffer
 
     @property
-    def batch_size(self):
+    def batch_size(self) -> int:
         """Number of environments, the batch size of ``replay_all``."""
         return self._buffer.num_environments
 
-    def observe(self, exp):
+    def observe(self, exp: Nest) -> tf.Tensor:
         """Adds one step of every environment of the batch.
 
         Args:
@@ -59,8 +69,13 @@ class ExperienceReplayer(tf.Module):
         """
         return self._buffer.add_batch(exp, _env_ids(exp))
 
-    def replay(self, batch_size, batch_length):
+    def replay(self, batch_size: int,
+               batch_length: int) -> Tuple[Nest, BatchInfo]:
         """Samples ``batch_size`` sequences of ``batch_length`` steps.
+
+        Args:
+            batch_size: number of sequences.
+            batch_length: steps per sequence.
 
         Returns:
             ``(exp, info)``: nest of [batch_size, batch_length, ...] and a
@@ -68,15 +83,20 @@ class ExperienceReplayer(tf.Module):
         """
         return self._buffer.get_batch(batch_size, batch_length)
 
-    def replay_all(self):
+    def replay_all(self) -> Nest:
         """All stored steps, nest of [num_envs, T, ...] in time order."""
         return self._buffer.gather_all()
 
-    def clear(self):
-        """Forgets all stored steps."""
+    def clear(self) -> Any:
+        """Forgets all stored steps.
+
+        Returns:
+            The assign op in graph mode (None eagerly).
+        """
         return self._buffer.clear()
 
-    def update_priority(self, env_ids, positions, priorities):
+    def update_priority(self, env_ids: tf.Tensor, positions: tf.Tensor,
+                        priorities: tf.Tensor) -> None:
         """Sets sampling priorities; a no-op unless the buffer is prioritized.
 
         Args:
@@ -111,11 +131,11 @@ class OnetimeExperienceReplayer(ExperienceReplayer):
     """
 
     def __init__(self,
-                 experience_spec,
-                 num_envs,
-                 max_length,
-                 seed=None,
-                 name='OnetimeExperienceReplayer'):
+                 experience_spec: Nest,
+                 num_envs: int,
+                 max_length: int,
+                 seed: Optional[int] = None,
+                 name: str = 'OnetimeExperienceReplayer'):
         super().__init__(
             ReplayBuffer(experience_spec,
                          num_envs,
@@ -123,7 +143,7 @@ class OnetimeExperienceReplayer(ExperienceReplayer):
                          seed=seed,
                          name=name + '_buffer'), name)
 
-    def observe(self, exp):
+    def observe(self, exp: Nest) -> tf.Tensor:
         """Adds one step of every environment of the batch.
 
         Args:
@@ -147,7 +167,7 @@ class OnetimeExperienceReplayer(ExperienceReplayer):
             env_ids = tf.identity(env_ids)
         return self._buffer.add_batch(exp, env_ids)
 
-    def replay_all(self, full=False):
+    def replay_all(self, full: bool = False) -> Nest:
         """This iteration's steps, then clears.
 
         Args:
@@ -191,13 +211,13 @@ class SyncUniformExperienceReplayer(ExperienceReplayer):
     """
 
     def __init__(self,
-                 experience_spec,
-                 num_envs,
-                 capacity,
-                 prioritized=False,
-                 seed=None,
-                 name='SyncUniformExperienceReplayer',
-                 **prioritized_kwargs):
+                 experience_spec: Nest,
+                 num_envs: int,
+                 capacity: int,
+                 prioritized: bool = False,
+                 seed: Optional[int] = None,
+                 name: str = 'SyncUniformExperienceReplayer',
+                 **prioritized_kwargs: float):
         if prioritized:
             buffer = PrioritizedReplayBuffer(experience_spec,
                                              num_envs,

@@ -31,10 +31,13 @@ Deviations / choices:
   counters, so stale indices are recognisable.
 """
 
+from typing import Any, Callable, Optional, Union
+
 import numpy as np
 import tensorflow as tf
 
 from alf_rl.replay.replay_buffer import ReplayBuffer, _deps, runtime_check
+from alf_rl.utils.nest import Nest
 
 
 class PrioritizedReplayBuffer(ReplayBuffer):
@@ -63,16 +66,16 @@ class PrioritizedReplayBuffer(ReplayBuffer):
     """
 
     def __init__(self,
-                 data_spec,
-                 num_environments,
-                 capacity,
-                 alpha=0.6,
-                 beta=0.4,
-                 epsilon=1e-6,
-                 data_name='experience',
-                 seed=None,
-                 device='CPU:0',
-                 name='PrioritizedReplayBuffer'):
+                 data_spec: Nest,
+                 num_environments: int,
+                 capacity: int,
+                 alpha: float = 0.6,
+                 beta: Union[float, Callable[[], tf.Tensor]] = 0.4,
+                 epsilon: float = 1e-6,
+                 data_name: str = 'experience',
+                 seed: Optional[int] = None,
+                 device: Optional[str] = 'CPU:0',
+                 name: str = 'PrioritizedReplayBuffer'):
         if alpha < 0:
             raise ValueError("alpha must be >= 0, got %r" % (alpha, ))
         if epsilon < 0:
@@ -103,12 +106,12 @@ class PrioritizedReplayBuffer(ReplayBuffer):
                                              name='max_priority')
 
     @property
-    def alpha(self):
+    def alpha(self) -> float:
         """The priority exponent."""
         return self._alpha
 
     @property
-    def max_priority(self):
+    def max_priority(self) -> tf.Tensor:
         """[] float64: priority given to newly added steps."""
         return tf.identity(self._max_priority)
 
@@ -136,7 +139,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         """[K] int64 leaf index of (env_ids [K] int64, positions [K] int64)."""
         return env_ids * self._max_length + positions % self._max_length
 
-    def leaf_priorities(self):
+    def leaf_priorities(self) -> tf.Tensor:
         """[num_environments, max_length] float64: ``p^alpha`` per slot.
 
         Slot ``s`` of environment ``e`` holds position ``p`` with
@@ -152,15 +155,20 @@ class PrioritizedReplayBuffer(ReplayBuffer):
                          tf.pow(self._max_priority, self._alpha))
         self._set_leaves(self._leaves(env_ids, positions), values)
 
-    def clear(self):
-        """Forgets all stored steps and resets the max priority to 1."""
+    def clear(self) -> Any:
+        """Forgets all stored steps and resets the max priority to 1.
+
+        Returns:
+            The assign op in graph mode (ignorable).
+        """
         with tf.device(self._device), tf.name_scope(self.name):
             super().clear()
             self._tree.assign(tf.zeros_like(self._tree))
             return self._max_priority.assign(tf.constant(1.0, tf.float64))
 
     # ------------------------------------------------------------ priorities
-    def update_priority(self, env_ids, positions, priorities):
+    def update_priority(self, env_ids: tf.Tensor, positions: tf.Tensor,
+                        priorities: tf.Tensor) -> None:
         """Sets the priorities of stored steps.
 
         Args:

@@ -27,11 +27,14 @@ valid (environment, start) pairs instead of round-robin over environments;
 ring).
 """
 
+from typing import Any, Optional, Tuple
+
 import numpy as np
 import tensorflow as tf
 
 from alf_rl.data_structures import namedtuple
 from alf_rl.utils import nest as nest_utils
+from alf_rl.utils.nest import Nest
 
 BatchInfo = namedtuple('BatchInfo',
                        ['env_ids', 'positions', 'importance_weights'])
@@ -55,7 +58,8 @@ def _check_positive_int(value, name):
     return int(value)
 
 
-def runtime_check(condition, message, values):
+def runtime_check(condition: tf.Tensor, message: str,
+                  values: Any) -> Optional[tf.Operation]:
     """Fails with ``message`` followed by ``values`` unless ``condition``.
 
     Eagerly raises at once with a plain message; in a graph returns a
@@ -111,13 +115,13 @@ class ReplayBuffer(tf.Module):
     """
 
     def __init__(self,
-                 data_spec,
-                 num_environments,
-                 capacity,
-                 data_name='experience',
-                 seed=None,
-                 device='CPU:0',
-                 name='ReplayBuffer'):
+                 data_spec: Nest,
+                 num_environments: int,
+                 capacity: int,
+                 data_name: str = 'experience',
+                 seed: Optional[int] = None,
+                 device: Optional[str] = 'CPU:0',
+                 name: str = 'ReplayBuffer'):
         super().__init__(name=name)
         num_environments = _check_positive_int(num_environments,
                                                'num_environments')
@@ -169,34 +173,34 @@ class ReplayBuffer(tf.Module):
 
     # ---------------------------------------------------------------- config
     @property
-    def data_spec(self):
+    def data_spec(self) -> Nest:
         """The nest of specs of one stored step."""
         return self._data_spec
 
     @property
-    def num_environments(self):
+    def num_environments(self) -> int:
         """Number of environments (rings)."""
         return self._num_envs
 
     @property
-    def max_length(self):
+    def max_length(self) -> int:
         """Steps stored per environment: ``capacity // num_environments``."""
         return self._max_length
 
     @property
-    def capacity(self):
+    def capacity(self) -> int:
         """Steps allocated in total: ``num_environments * max_length``."""
         return self._num_envs * self._max_length
 
     @property
-    def bytes_per_item(self):
+    def bytes_per_item(self) -> int:
         """Bytes one step of one environment takes, from ``data_spec``."""
         return sum(
             int(np.prod(s.shape.as_list(), dtype=np.int64)) * s.dtype.size
             for s in tf.nest.flatten(self._data_spec))
 
     @property
-    def nbytes(self):
+    def nbytes(self) -> int:
         """Bytes held by all of the buffer's variables (data + bookkeeping).
 
         Equals ``capacity * bytes_per_item`` plus a few bytes per environment
@@ -207,33 +211,33 @@ class ReplayBuffer(tf.Module):
 
     # ----------------------------------------------------------------- state
     @property
-    def current_size(self):
+    def current_size(self) -> tf.Tensor:
         """[num_environments] int64: steps stored per environment."""
         return self._end - self._start
 
     @property
-    def total_size(self):
+    def total_size(self) -> tf.Tensor:
         """[] int64: steps stored over all environments."""
         return tf.reduce_sum(self.current_size)
 
     @property
-    def num_steps(self):
+    def num_steps(self) -> tf.Tensor:
         """[] int64: steps ever added over all environments (not reset by
         ``clear()``)."""
         return tf.reduce_sum(self._end)
 
     @property
-    def start_positions(self):
+    def start_positions(self) -> tf.Tensor:
         """[num_environments] int64: position of the oldest stored step."""
         return tf.identity(self._start)
 
     @property
-    def end_positions(self):
+    def end_positions(self) -> tf.Tensor:
         """[num_environments] int64: position the next added step will get."""
         return tf.identity(self._end)
 
     # ------------------------------------------------------------------- add
-    def add_batch(self, batch, env_ids):
+    def add_batch(self, batch: Nest, env_ids: tf.Tensor) -> tf.Tensor:
         """Writes one step for each environment in ``env_ids`` at its head.
 
         When an environment's ring is full, its oldest step is overwritten.
@@ -306,7 +310,8 @@ class ReplayBuffer(tf.Module):
         del env_ids, positions
 
     # ---------------------------------------------------------------- sample
-    def get_batch(self, batch_size, batch_length):
+    def get_batch(self, batch_size: int,
+                  batch_length: int) -> Tuple[Nest, BatchInfo]:
         """Samples sequences of consecutive steps, each from one environment.
 
         A sequence never spans an environment's write head: it lies within
@@ -402,7 +407,7 @@ class ReplayBuffer(tf.Module):
         flat = [tf.gather(var, slots) for var in self._flat_data]
         return tf.nest.pack_sequence_as(self._data_spec, flat)
 
-    def gather_all(self):
+    def gather_all(self) -> Nest:
         """All stored steps in time order, correct across wrap-around.
 
         Returns:
@@ -426,7 +431,7 @@ class ReplayBuffer(tf.Module):
             return self._gather(tf.range(self._num_envs, dtype=tf.int64),
                                 tf.identity(self._start), length)
 
-    def read_full(self):
+    def read_full(self) -> Nest:
         """Every slot of every environment, when each holds exactly
         ``max_length`` steps stored from slot 0 on (as after ``clear()``
         and ``max_length`` ``add_batch`` calls, starting from a multiple of
@@ -461,7 +466,7 @@ class ReplayBuffer(tf.Module):
                 ]
             return tf.nest.pack_sequence_as(self._data_spec, flat)
 
-    def clear(self):
+    def clear(self) -> Any:
         """Forgets all stored steps (positions keep counting).
 
         Returns:

@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import tempfile
+from typing import Any, List, Optional
 
 import tensorflow as tf
 
@@ -35,7 +36,7 @@ class Checkpointer(object):
             ``tf.Variable``) to save, by name.
     """
 
-    def __init__(self, ckpt_dir, max_to_keep=3, **objects):
+    def __init__(self, ckpt_dir: str, max_to_keep: int = 3, **objects: Any):
         if max_to_keep < 1:
             raise ValueError("max_to_keep must be >= 1, got %s" % max_to_keep)
         self._dir = ckpt_dir
@@ -50,7 +51,7 @@ class Checkpointer(object):
                 else:
                     os.remove(stale)
 
-    def checkpoints(self):
+    def checkpoints(self) -> List[int]:
         """Steps of the complete checkpoints on disk, oldest first."""
         steps = []
         for name in os.listdir(self._dir):
@@ -60,8 +61,13 @@ class Checkpointer(object):
                 steps.append(int(m.group(1)))
         return sorted(steps)
 
-    def latest_path(self):
-        """Prefix of the newest checkpoint, or None when there is none."""
+    def latest_path(self) -> Optional[str]:
+        """Prefix of the newest checkpoint, or None when there is none.
+
+        Raises:
+            CheckpointError: when the ``latest`` file does not name a
+                checkpoint.
+        """
         latest = os.path.join(self._dir, 'latest')
         if not os.path.exists(latest):
             return None
@@ -73,7 +79,7 @@ class Checkpointer(object):
                 (latest, name[:80]))
         return os.path.join(self._dir, name, 'ckpt')
 
-    def save(self, step):
+    def save(self, step: int) -> str:
         """Writes a checkpoint for ``step`` atomically.
 
         Args:
@@ -94,7 +100,7 @@ class Checkpointer(object):
                           ignore_errors=True)
         return os.path.join(final, 'ckpt')
 
-    def restore(self, path=None):
+    def restore(self, path: Optional[str] = None) -> Optional[str]:
         """Restores the newest (or the given) checkpoint.
 
         Args:

@@ -5,14 +5,17 @@ eagerly.
 """
 
 import random
+from typing import Any, Callable, Iterable, Optional, Tuple, Union
 
 import numpy as np
 import tensorflow as tf
 
 from alf_rl.data_structures import StepType
+from alf_rl.utils.nest import Nest
 
 
-def reset_state_if_necessary(state, initial_state, reset_mask):
+def reset_state_if_necessary(state: Nest, initial_state: Nest,
+                             reset_mask: tf.Tensor) -> Nest:
     """Replaces rows of ``state`` by ``initial_state`` where ``reset_mask``.
 
     Args:
@@ -30,7 +33,7 @@ def reset_state_if_necessary(state, initial_state, reset_mask):
     return tf.nest.map_structure(_reset, state, initial_state)
 
 
-def set_random_seed(seed):
+def set_random_seed(seed: Optional[int]) -> int:
     """Seeds Python, numpy and TensorFlow (global seed and generator).
 
     With a fixed seed, compiled and eager runs draw the same random numbers,
@@ -52,27 +55,36 @@ def set_random_seed(seed):
     return seed
 
 
-def make_stateless_seed():
+def make_stateless_seed() -> tf.Tensor:
     """A [2] int32 seed tensor for stateless sampling.
 
     Drawn from the global ``tf.random.Generator``, whose state is a variable:
     the sequence of seeds is the same eagerly and inside a ``tf.function``.
+
+    Returns:
+        [2] int32 tensor, each entry in ``[0, 2**31 - 2]``.
     """
     seed = tf.random.get_global_generator().make_seeds(1)[:, 0]
     # TFP's stateless samplers take int32 seeds.
     return tf.cast(seed % (2**31 - 1), tf.int32)
 
 
-def valid_step_mask(step_type):
-    """[T, B] float32 mask that is 0 at LAST steps and 1 elsewhere.
+def valid_step_mask(step_type: tf.Tensor) -> tf.Tensor:
+    """A float32 mask that is 0 at LAST steps and 1 elsewhere.
 
     Nothing is learned from a LAST step: the action chosen there is ignored
     by the environment (it auto-resets).
+
+    Args:
+        step_type: [T, B] (or any shape) int32 ``StepType`` values.
+
+    Returns:
+        float32 tensor shaped like ``step_type``.
     """
     return tf.cast(tf.not_equal(step_type, StepType.LAST), tf.float32)
 
 
-def trace_outputs(fn, *input_specs):
+def trace_outputs(fn: Callable[..., Nest], *input_specs: Nest) -> Nest:
     """The outputs of ``fn`` traced symbolically, without running any op.
 
     Finds info specs by tracing instead of dry-running a step on zeros
@@ -98,7 +110,12 @@ def trace_outputs(fn, *input_specs):
     return captured[0]
 
 
-def loop_traced_once(step_fn, carry, num_steps, keep_going=None):
+def loop_traced_once(
+        step_fn: Callable[[tf.Tensor, Nest], Tuple[Nest, Nest]],
+        carry: Nest,
+        num_steps: Union[int, tf.Tensor],
+        keep_going: Optional[Callable[[Nest], tf.Tensor]] = None
+) -> Tuple[Nest, Nest, tf.Tensor]:
     """``tf.while_loop`` over ``step_fn`` that traces ``step_fn`` once.
 
     A loop that must return the last step's result needs the result's
@@ -151,7 +168,7 @@ def loop_traced_once(step_fn, carry, num_steps, keep_going=None):
     return carry, result, i
 
 
-def check_feed_forward(owner, networks):
+def check_feed_forward(owner: str, networks: Iterable[Any]) -> None:
     """Raises ``ValueError`` if any of ``networks`` keeps a recurrent state.
 
     Args:
@@ -166,7 +183,15 @@ def check_feed_forward(owner, networks):
                 (owner, net.name, net.state_spec))
 
 
-def ou_noise_state_spec(action_spec):
-    """float32 specs shaped like ``action_spec``: one OU process per action."""
+def ou_noise_state_spec(action_spec: Nest) -> Nest:
+    """float32 specs shaped like ``action_spec``: one OU process per action.
+
+    Args:
+        action_spec: nest of specs of one action.
+
+    Returns:
+        Matching nest of float32 ``tf.TensorSpec`` (the OU noise state of
+        one environment; [B, ...] at run time).
+    """
     return tf.nest.map_structure(lambda s: tf.TensorSpec(s.shape, tf.float32),
                                  action_spec)

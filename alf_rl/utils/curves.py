@@ -7,11 +7,16 @@ evaluation). ``read_curve`` reads one such scalar; ``svg_line_chart``
 draws curves as a self-contained SVG image (no plotting library needed;
 any browser shows it). ``alf-plot`` (``alf_rl.bin.plot``) puts them
 together.
+
+Reading event files imports TensorFlow plainly; a command-line tool that
+wants TensorFlow's start-up notices hidden imports it first with
+``alf_rl.bin.quiet.import_tensorflow`` (utils never imports ``bin``).
 """
 
 import glob
 import math
 import os
+from typing import Callable, List, Sequence, Tuple
 from xml.sax.saxutils import escape
 
 # Colour-blind-safe palette (Okabe-Ito).
@@ -19,7 +24,8 @@ _COLORS = ['#0072B2', '#D55E00', '#009E73', '#CC79A7', '#E69F00', '#56B4E9',
            '#F0E442', '#000000']
 
 
-def read_scalar_events(event_dir, tag):
+def read_scalar_events(event_dir: str,
+                       tag: str) -> List[Tuple[float, int, float]]:
     """Every write of a scalar in a directory's event files.
 
     Args:
@@ -29,8 +35,7 @@ def read_scalar_events(event_dir, tag):
         List of ``(wall_time, step, value)`` (float, int, float), sorted by
         wall time; empty when the directory has no such scalar.
     """
-    from alf_rl.bin.quiet import import_tensorflow
-    tf = import_tensorflow()
+    import tensorflow as tf  # lazily: drawing needs no TensorFlow
     rows = []
     for path in glob.glob(os.path.join(event_dir, 'events.*')):
         for event in tf.compat.v1.train.summary_iterator(path):
@@ -43,7 +48,7 @@ def read_scalar_events(event_dir, tag):
     return sorted(rows)
 
 
-def read_curve(event_dir, tag):
+def read_curve(event_dir: str, tag: str) -> List[Tuple[int, float]]:
     """The ``(step, value)`` points of a scalar in a directory's event files.
 
     A resumed run writes a new event file that may repeat steps; the value
@@ -62,7 +67,7 @@ def read_curve(event_dir, tag):
     return sorted(latest.items())
 
 
-def nice_ticks(low, high, count=5):
+def nice_ticks(low: float, high: float, count: int = 5) -> List[float]:
     """About ``count`` round tick values covering ``[low, high]``.
 
     Args:
@@ -89,7 +94,7 @@ def nice_ticks(low, high, count=5):
     return ticks
 
 
-def _format(value):
+def _format(value: float) -> str:
     """A short label: 1.2M, 250k, 0.5, -200."""
     a = abs(value)
     if a >= 1e6:
@@ -99,8 +104,29 @@ def _format(value):
     return '%g' % round(value, 6)
 
 
-def svg_line_chart(series, title='', x_label='', y_label='', width=760,
-                   height=440):
+def _grid(xs: List[float], ys: List[float], px: Callable[[float], float],
+          py: Callable[[float], float],
+          box: Tuple[int, int, int, int]) -> List[str]:
+    """SVG grid lines and tick labels of a chart (``box``: left, top, w, h)."""
+    left, top, plot_w, plot_h = box
+    out = []
+    for x in xs:
+        out.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ddd"/>'
+                   % (px(x), top, px(x), top + plot_h))
+        out.append('<text x="%.1f" y="%d" text-anchor="middle">%s</text>' %
+                   (px(x), top + plot_h + 18, _format(x)))
+    for y in ys:
+        out.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>'
+                   % (left, py(y), left + plot_w, py(y)))
+        out.append('<text x="%d" y="%.1f" text-anchor="end">%s</text>' %
+                   (left - 6, py(y) + 4, _format(y)))
+    return out
+
+
+def svg_line_chart(series: Sequence[Tuple[str, Sequence[Tuple[float,
+                                                              float]]]],
+                   title: str = '', x_label: str = '', y_label: str = '',
+                   width: int = 760, height: int = 440) -> str:
     """Draws line series as an SVG document.
 
     Args:
@@ -136,16 +162,7 @@ def svg_line_chart(series, title='', x_label='', y_label='', width=760,
         '<text x="%d" y="22" font-size="15" text-anchor="middle">%s</text>' %
         (width // 2, escape(title)),
     ]
-    for x in xs:
-        out.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ddd"/>'
-                   % (px(x), top, px(x), top + plot_h))
-        out.append('<text x="%.1f" y="%d" text-anchor="middle">%s</text>' %
-                   (px(x), top + plot_h + 18, _format(x)))
-    for y in ys:
-        out.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>'
-                   % (left, py(y), left + plot_w, py(y)))
-        out.append('<text x="%d" y="%.1f" text-anchor="end">%s</text>' %
-                   (left - 6, py(y) + 4, _format(y)))
+    out += _grid(xs, ys, px, py, (left, top, plot_w, plot_h))
     out.append('<rect x="%d" y="%d" width="%d" height="%d" fill="none" '
                'stroke="#444"/>' % (left, top, plot_w, plot_h))
     out.append('<text x="%d" y="%d" text-anchor="middle">%s</text>' %

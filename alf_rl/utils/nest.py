@@ -7,8 +7,14 @@ nests themselves and name the path of the first difference, e.g.
 sorted, namedtuple fields in order).
 """
 
-import numpy as np
+from typing import Any, List, Optional, Tuple
+
 import tensorflow as tf
+
+# A nest: a leaf (tensor, array, spec, number, distribution...) or a dict,
+# list, tuple or namedtuple of nests. Python's type system cannot say more
+# without listing every leaf type, so annotations use this alias.
+Nest = Any
 
 
 def _is_namedtuple(x):
@@ -26,7 +32,7 @@ def _children(x):
     return None
 
 
-def flatten_with_path(nest, prefix=''):
+def flatten_with_path(nest: Nest, prefix: str = '') -> List[Tuple[str, Any]]:
     """Flattens a nest into ``[(path, leaf)]`` in ``tf.nest`` order.
 
     Args:
@@ -55,11 +61,21 @@ def _kind(x):
     return 'a leaf (%s)' % type(x).__name__
 
 
-def find_structure_difference(nest1, nest2, path=''):
+def find_structure_difference(nest1: Nest, nest2: Nest, path: str = ''
+                              ) -> Optional[Tuple[str, str]]:
     """The path and description of the first structural difference, or None.
 
     Namedtuples and plain tuples of the same length are treated as different
     only when their types differ *and* one of them is a namedtuple.
+
+    Args:
+        nest1, nest2: nests to compare (leaves of any kind and shape).
+        path: path of ``nest1`` and ``nest2`` inside a bigger nest.
+
+    Returns:
+        ``(path, description)`` of the first difference in ``tf.nest``
+        order, e.g. ``("['pos']", 'a leaf (Tensor) vs dict with keys [..]')``
+        (``'<root>'`` for the top), or None when the structures agree.
     """
     c1, c2 = _children(nest1), _children(nest2)
     if c1 is None and c2 is None:
@@ -79,14 +95,18 @@ def find_structure_difference(nest1, nest2, path=''):
     return None
 
 
-def assert_same_structure(nest1, nest2, name1='first', name2='second',
-                          prefix=''):
+def assert_same_structure(nest1: Nest, nest2: Nest, name1: str = 'first',
+                          name2: str = 'second', prefix: str = '') -> None:
     """Raises a ``ValueError`` naming the path where two nests differ.
 
     Args:
         nest1, nest2: nests to compare.
         name1, name2: what to call them in the message.
         prefix: path prefix for the message (e.g. ``'observation'``).
+
+    Raises:
+        ValueError: ``"<path>: structure of <name1> differs from <name2>:
+            <what each side has there>"``.
     """
     diff = find_structure_difference(nest1, nest2, prefix)
     if diff is not None:
@@ -102,8 +122,9 @@ def _shape_str(shape, outer_rank):
     return '[%s]' % ', '.join(dims + inner)
 
 
-def check_nest_matches_spec(values, specs, name='value', outer_rank=1,
-                            hint='', check_dtype=True):
+def check_nest_matches_spec(values: Nest, specs: Nest, name: str = 'value',
+                            outer_rank: int = 1, hint: str = '',
+                            check_dtype: bool = True) -> None:
     """Checks that a nest of tensors/arrays matches a nest of specs.
 
     Runs in Python (at trace time for tensors); call it once at a public
@@ -139,30 +160,3 @@ def check_nest_matches_spec(values, specs, name='value', outer_rank=1,
                 (path, _shape_str([None] * outer_rank + list(sshape),
                                   outer_rank), s.dtype.name, name,
                  list(vshape), vdtype.name, (' -- ' + hint) if hint else ''))
-
-
-def get_outer_rank(tensors, specs):
-    """The number of leading dims of ``tensors`` not described by ``specs``.
-
-    Raises:
-        ValueError: if leaves disagree on the outer rank.
-    """
-    ranks = set()
-    for (path, t), (_, s) in zip(flatten_with_path(tensors),
-                                 flatten_with_path(specs)):
-        ranks.add(len(t.shape) - len(s.shape))
-    if len(ranks) != 1:
-        raise ValueError("tensors have inconsistent outer ranks %s" %
-                         sorted(ranks))
-    return ranks.pop()
-
-
-def map_structure_up_to_specs(fn, specs, *nests):
-    """``tf.nest.map_structure`` over nests shaped like ``specs``."""
-    return tf.nest.map_structure(fn, specs, *nests)
-
-
-def to_numpy(nest):
-    """Converts every tensor of a nest into a numpy array."""
-    return tf.nest.map_structure(
-        lambda t: t.numpy() if tf.is_tensor(t) else np.asarray(t), nest)

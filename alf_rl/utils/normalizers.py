@@ -8,11 +8,13 @@ eagerly and inside ``tf.function``/``tf.while_loop``. The statistics are
 a different spec fails to restore with a shape error.
 """
 
+from typing import Optional
+
 import gin
 import tensorflow as tf
 
 from alf_rl.data_structures import StepType
-from alf_rl.utils.nest import check_nest_matches_spec
+from alf_rl.utils.nest import Nest, check_nest_matches_spec
 
 
 class _Normalizer(tf.Module):
@@ -24,8 +26,8 @@ class _Normalizer(tf.Module):
         epsilon: added to the variance before the square root.
     """
 
-    def __init__(self, tensor_spec, clip_value=0.0, epsilon=1e-8,
-                 name='Normalizer'):
+    def __init__(self, tensor_spec: Nest, clip_value: float = 0.0,
+                 epsilon: float = 1e-8, name: str = 'Normalizer'):
         super().__init__(name=name)
         self._spec = tensor_spec
         self._clip_value = float(clip_value)
@@ -48,18 +50,18 @@ class _Normalizer(tf.Module):
         return [tf.cast(x, tf.float32) for x in tf.nest.flatten(nest)]
 
     @property
-    def mean(self):
+    def mean(self) -> Nest:
         """Nest of the running means (shaped like the spec)."""
         return tf.nest.pack_sequence_as(self._spec,
                                         [m.read_value() for m in self._means])
 
     @property
-    def variance(self):
+    def variance(self) -> Nest:
         """Nest of the running variances (shaped like the spec)."""
         return tf.nest.pack_sequence_as(self._spec,
                                         [v.read_value() for v in self._vars])
 
-    def normalize(self, nest, outer_rank=1):
+    def normalize(self, nest: Nest, outer_rank: int = 1) -> Nest:
         """Normalizes a nest with the current statistics (no update).
 
         Args:
@@ -92,19 +94,21 @@ class StreamingMeanVarNormalizer(_Normalizer):
         epsilon: variance floor.
     """
 
-    def __init__(self, tensor_spec, clip_value=0.0, epsilon=1e-8,
-                 name='StreamingMeanVarNormalizer'):
+    def __init__(self, tensor_spec: Nest, clip_value: float = 0.0,
+                 epsilon: float = 1e-8,
+                 name: str = 'StreamingMeanVarNormalizer'):
         super().__init__(tensor_spec, clip_value, epsilon, name)
         with self.name_scope:
             self._count = tf.Variable(0.0, dtype=tf.float64, trainable=False,
                                       name='count')
 
     @property
-    def count(self):
+    def count(self) -> tf.Tensor:
         """[] float64 number of elements folded in."""
         return self._count.read_value()
 
-    def update(self, nest, outer_rank=1, weights=None):
+    def update(self, nest: Nest, outer_rank: int = 1,
+               weights: Optional[tf.Tensor] = None) -> None:
         """Folds a batch into the statistics (parallel-variance update).
 
         Args:
@@ -158,8 +162,9 @@ class EMAMeanVarNormalizer(_Normalizer):
         epsilon: variance floor.
     """
 
-    def __init__(self, tensor_spec, update_rate=1e-3, clip_value=0.0,
-                 epsilon=1e-8, name='EMAMeanVarNormalizer'):
+    def __init__(self, tensor_spec: Nest, update_rate: float = 1e-3,
+                 clip_value: float = 0.0, epsilon: float = 1e-8,
+                 name: str = 'EMAMeanVarNormalizer'):
         if not 0.0 < update_rate <= 1.0:
             raise ValueError("update_rate must be in (0, 1], got %s" %
                              update_rate)
@@ -169,11 +174,16 @@ class EMAMeanVarNormalizer(_Normalizer):
             self._initialized = tf.Variable(False, trainable=False,
                                             name='initialized')
 
-    def update(self, nest, outer_rank=1):
+    def update(self, nest: Nest, outer_rank: int = 1) -> None:
         """Moves the statistics towards those of a batch.
 
         The first batch sets them directly (no bias towards the zero/one
         initial values).
+
+        Args:
+            nest: nest of tensors with ``outer_rank`` leading dims
+                ([B, ...] or [B, T, ...]) matching the spec.
+            outer_rank: number of leading dims reduced over.
         """
         rate = tf.where(self._initialized, self._rate, 1.0)
         for x, m, v in zip(self._flat(nest, outer_rank), self._means,
@@ -197,21 +207,36 @@ class AdaptiveScalarNormalizer(EMAMeanVarNormalizer):
             sign of rewards, as reward normalization usually wants).
     """
 
-    def __init__(self, update_rate=1e-3, clip_value=0.0, center_mean=False,
-                 name='AdaptiveScalarNormalizer'):
+    def __init__(self, update_rate: float = 1e-3, clip_value: float = 0.0,
+                 center_mean: bool = False,
+                 name: str = 'AdaptiveScalarNormalizer'):
         super().__init__(tf.TensorSpec((), tf.float32), update_rate,
                          clip_value, name=name)
         self._center_mean = center_mean
 
-    def normalize(self, x, outer_rank=None):
-        """Normalizes [B] or [B, T] scalars (any outer rank)."""
+    def normalize(self, x: tf.Tensor,
+                  outer_rank: Optional[int] = None) -> tf.Tensor:
+        """Normalizes [B] or [B, T] scalars (any outer rank).
+
+        Args:
+            x: [B] or [B, T] (any shape) rewards or other scalars.
+            outer_rank: unused: every dim of ``x`` is an outer dim.
+
+        Returns:
+            float32 tensor shaped like ``x``.
+        """
         x = tf.cast(x, tf.float32)
         mean, var = self._means[0], self._vars[0]
         return self._clip(((x - mean) if self._center_mean else x) /
                           tf.sqrt(var + self._epsilon))
 
-    def update(self, x, outer_rank=None):
-        """Folds [B] or [B, T] scalars into the statistics."""
+    def update(self, x: tf.Tensor, outer_rank: Optional[int] = None) -> None:
+        """Folds [B] or [B, T] scalars into the statistics.
+
+        Args:
+            x: [B] or [B, T] (any shape) scalars, all folded in.
+            outer_rank: unused: every dim of ``x`` is an outer dim.
+        """
         x = tf.cast(x, tf.float32)
         super().update(x, outer_rank=x.shape.rank)
 
@@ -238,8 +263,8 @@ class ReturnScaleNormalizer(StreamingMeanVarNormalizer):
 
     uses_step_type = True
 
-    def __init__(self, gamma=0.99, clip_value=10.0, epsilon=1e-8,
-                 name='ReturnScaleNormalizer'):
+    def __init__(self, gamma: float = 0.99, clip_value: float = 10.0,
+                 epsilon: float = 1e-8, name: str = 'ReturnScaleNormalizer'):
         if not 0.0 <= gamma <= 1.0:
             raise ValueError("ReturnScaleNormalizer: gamma must be in [0, 1],"
                              " got %r" % (gamma, ))
@@ -254,16 +279,26 @@ class ReturnScaleNormalizer(StreamingMeanVarNormalizer):
                                         name='returns')
 
     @property
-    def returns(self):
+    def returns(self) -> tf.Tensor:
         """[B] float32 discounted returns of the current episodes."""
         return self._returns.read_value()
 
-    def normalize(self, x, outer_rank=None):
-        """Scales [B] or [B, T] rewards (any outer rank); no update."""
+    def normalize(self, x: tf.Tensor,
+                  outer_rank: Optional[int] = None) -> tf.Tensor:
+        """Scales [B] or [B, T] rewards (any outer rank); no update.
+
+        Args:
+            x: [B] or [B, T] (any shape) rewards.
+            outer_rank: unused: every dim of ``x`` is an outer dim.
+
+        Returns:
+            float32 tensor shaped like ``x``.
+        """
         return self._clip(
             tf.cast(x, tf.float32) / tf.sqrt(self._vars[0] + self._epsilon))
 
-    def update(self, x, outer_rank=None, step_type=None):
+    def update(self, x: tf.Tensor, outer_rank: Optional[int] = None,
+               step_type: Optional[tf.Tensor] = None) -> None:
         """Advances the [B] returns by one step and folds them in.
 
         Args:

@@ -13,6 +13,8 @@ passed as an optimizer's ``learning_rate`` (driven by the optimizer's own
     LinearSchedule.num_steps = 10000
 """
 
+from typing import Any, Callable, Dict, Sequence, Union
+
 import gin
 import tensorflow as tf
 import tf_keras
@@ -31,7 +33,8 @@ class LinearSchedule(tf_keras.optimizers.schedules.LearningRateSchedule):
         num_steps: steps (updates) over which the value changes; > 0.
     """
 
-    def __init__(self, initial_value, final_value, num_steps):
+    def __init__(self, initial_value: float, final_value: float,
+                 num_steps: int):
         if not num_steps > 0:
             raise ValueError("LinearSchedule: num_steps must be > 0, got %r" %
                              (num_steps, ))
@@ -39,8 +42,11 @@ class LinearSchedule(tf_keras.optimizers.schedules.LearningRateSchedule):
         self.final_value = float(final_value)
         self.num_steps = int(num_steps)
 
-    def __call__(self, step):
+    def __call__(self, step: Union[int, tf.Tensor]) -> tf.Tensor:
         """The value at ``step`` (an int or integer/float scalar tensor).
+
+        Args:
+            step: [] the counter, e.g. an optimizer's ``iterations``.
 
         Returns:
             float32 scalar tensor.
@@ -50,7 +56,7 @@ class LinearSchedule(tf_keras.optimizers.schedules.LearningRateSchedule):
         return self.initial_value + (self.final_value -
                                      self.initial_value) * frac
 
-    def get_config(self):
+    def get_config(self) -> Dict[str, Any]:
         """The constructor arguments (for Keras serialization)."""
         return dict(initial_value=self.initial_value,
                     final_value=self.final_value, num_steps=self.num_steps)
@@ -66,7 +72,7 @@ class PiecewiseConstantSchedule(
         values: n + 1 values.
     """
 
-    def __init__(self, boundaries, values):
+    def __init__(self, boundaries: Sequence[int], values: Sequence[float]):
         boundaries = [int(b) for b in boundaries]
         values = [float(v) for v in values]
         if len(values) != len(boundaries) + 1:
@@ -80,19 +86,28 @@ class PiecewiseConstantSchedule(
         self.boundaries = boundaries
         self.values = values
 
-    def __call__(self, step):
-        """The value at ``step``; float32 scalar tensor."""
+    def __call__(self, step: Union[int, tf.Tensor]) -> tf.Tensor:
+        """The value at ``step``.
+
+        Args:
+            step: [] integer counter (int or tensor).
+
+        Returns:
+            float32 scalar tensor.
+        """
         index = tf.reduce_sum(
             tf.cast(tf.cast(step, tf.int64) >= tf.constant(
                 self.boundaries, tf.int64), tf.int32))
         return tf.gather(tf.constant(self.values, tf.float32), index)
 
-    def get_config(self):
+    def get_config(self) -> Dict[str, Any]:
         """The constructor arguments (for Keras serialization)."""
         return dict(boundaries=self.boundaries, values=self.values)
 
 
-def schedule_value(value_or_schedule, step):
+def schedule_value(value_or_schedule: Union[float, Callable[[tf.Tensor],
+                                                             Any]],
+                   step: tf.Tensor) -> tf.Tensor:
     """``value_or_schedule(step)`` if it is callable, else the constant.
 
     Args:

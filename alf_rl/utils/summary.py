@@ -5,6 +5,8 @@ trainers write it here, gated by a Python-side interval check, so no summary
 op sits in the compiled graph.
 """
 
+from typing import Any, Dict, Union
+
 import tensorflow as tf
 
 from alf_rl.utils.nest import flatten_with_path
@@ -15,7 +17,7 @@ def _tag(path):
         "'", '').replace('//', '/').strip('/')
 
 
-def loss_scalars(loss_info):
+def loss_scalars(loss_info: Any) -> Dict[str, float]:
     """``{tag: float}`` of the scalar leaves of a reduced ``LossInfo``.
 
     Args:
@@ -31,7 +33,13 @@ def loss_scalars(loss_info):
     return result
 
 
-def write_scalars(scalars, step):
-    """Writes ``{tag: value}`` to the default summary writer at ``step``."""
+def write_scalars(scalars: Dict[str, float],
+                  step: Union[int, tf.Tensor]) -> None:
+    """Writes ``{tag: value}`` to the default summary writer at ``step``.
+
+    Args:
+        scalars: ``{tag: float or [] tensor}``, e.g. from ``loss_scalars``.
+        step: the summary step ([] int64 tensor or int).
+    """
     for tag, value in scalars.items():
         tf.summary.scalar(tag, value, step=step)
