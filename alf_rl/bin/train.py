@@ -3,15 +3,26 @@ r"""Trains an algorithm from gin files.
 Usage::
 
     alf-train --gin_file examples/ac_cart_pole.gin --root_dir DIR \
-        [--gin_param 'TrainerConfig.num_iterations=200']
+        [--gin_param 'TrainerConfig.num_iterations=200'] \
+        [--module_path DIR_OF_MY_MODULES]
 
 Rerunning the same command on the same ``DIR`` resumes from the newest
 checkpoint (counters continue). Outputs: ``DIR/train``, ``DIR/eval``
 (TensorBoard), ``DIR/ckpt``, ``DIR/config.gin``.
+
+Your own code (a network, an environment loader, an algorithm) reaches
+``alf-train`` through gin: decorate it with ``@gin.configurable`` in a
+module, import the module from the gin file with an ``import my_module``
+line, and bind it (``create_environment.env_load_fn = @my_load``). The
+module is found without ``PYTHONPATH`` when it is in the current directory
+(searched after the installed packages, so it cannot shadow them) or in a
+directory given with ``--module_path`` (searched first, like
+``PYTHONPATH``; repeatable).
 """
 
 import os
 import sys
+from typing import Any, Dict, Optional, Sequence
 
 from absl import app, flags
 
@@ -26,6 +37,40 @@ def _define_flags():
     flags.DEFINE_multi_string('gin_param', None,
                               "Gin bindings, e.g. 'TrainerConfig.num_iterations=10'.")
     flags.DEFINE_string('root_dir', None, 'Directory of the run (resumable).')
+    flags.DEFINE_multi_string(
+        'module_path', None,
+        'Directory searched first for the Python modules that gin '
+        "'import' lines name (your @gin.configurable code); repeatable. "
+        'The current directory is always searched, after the installed '
+        'packages.')
+
+
+def add_module_paths(module_paths: Sequence[str] = (),
+                     include_cwd: bool = True) -> None:
+    """Makes user modules importable for gin ``import`` lines.
+
+    Args:
+        module_paths: directories put at the front of ``sys.path`` (in
+            this order), like ``PYTHONPATH``.
+        include_cwd: also append the current directory to ``sys.path``
+            (after the installed packages, so a local file cannot shadow
+            one of them). A console script such as ``alf-train`` does not
+            have it on ``sys.path`` otherwise.
+
+    Raises:
+        ValueError: naming a ``module_paths`` entry that is not a directory.
+    """
+    paths = [os.path.abspath(p) for p in module_paths or ()]
+    for given, path in zip(module_paths or (), paths):
+        if not os.path.isdir(path):
+            raise ValueError("--module_path %s: not a directory" % given)
+    for path in reversed(paths):
+        if path in sys.path:
+            sys.path.remove(path)
+        sys.path.insert(0, path)
+    cwd = os.getcwd()
+    if include_cwd and cwd not in sys.path and '' not in sys.path:
+        sys.path.append(cwd)
 
 
 def _add_gin_search_path(directory):
@@ -43,7 +88,9 @@ def _add_gin_search_path(directory):
         gin.add_config_file_search_path(directory)
 
 
-def parse_gin(gin_files, gin_params, root_dir=None):
+def parse_gin(gin_files: Optional[Sequence[str]],
+              gin_params: Optional[Sequence[str]],
+              root_dir: Optional[str] = None) -> None:
     """Parses gin files and bindings with a clear error on a bad binding.
 
     A gin file may ``include`` another one by a path relative to its own
@@ -76,9 +123,24 @@ def parse_gin(gin_files, gin_params, root_dir=None):
                          (', '.join(gin_files or []) or 'bindings', e)) from e
 
 
-def train(root_dir, gin_files=(), gin_params=()):
-    """Builds the configured trainer and trains; returns its result dict."""
+def train(root_dir: str, gin_files: Sequence[str] = (),
+          gin_params: Sequence[str] = (),
+          module_paths: Sequence[str] = ()) -> Dict[str, Any]:
+    """Builds the configured trainer and trains.
+
+    Args:
+        root_dir: the run's directory (bound to ``TrainerConfig.root_dir``).
+        gin_files: gin file paths.
+        gin_params: gin binding strings.
+        module_paths: directories searched first for modules named by gin
+            ``import`` lines (see ``add_module_paths``; the current
+            directory is searched too).
+
+    Returns:
+        ``Trainer.train``'s result dict.
+    """
     import_tensorflow()
+    add_module_paths(module_paths)
     parse_gin(gin_files, gin_params, root_dir)
     from alf_rl.trainers import OnPolicyTrainer, TrainerConfig
     config = TrainerConfig()
@@ -118,7 +180,8 @@ def _main(argv):
     from alf_rl.utils.checkpoint import CheckpointError
     _stop_on_first_interrupt()
     try:
-        result = train(FLAGS.root_dir, FLAGS.gin_file, FLAGS.gin_param)
+        result = train(FLAGS.root_dir, FLAGS.gin_file, FLAGS.gin_param,
+                       FLAGS.module_path or ())
     except (ValueError, TypeError, TrainingError, CheckpointError) as e:
         print('alf-train: error: %s' % e, file=sys.stderr)
         sys.exit(1)
@@ -138,7 +201,7 @@ def _main(argv):
         '%s=%.4g' % (k, v) for k, v in sorted(result.items())))
 
 
-def main():
+def main() -> None:
     """Console entry point of ``alf-train``."""
     _define_flags()
     run_app(_main)

@@ -6,6 +6,8 @@ avoids the bias towards short episodes that "first N episodes to finish"
 has when environments run in parallel.
 """
 
+from typing import Any, Tuple
+
 import tensorflow as tf
 
 from alf_rl.utils.common import reset_state_if_necessary
@@ -14,23 +16,37 @@ from alf_rl.utils.common import reset_state_if_necessary
 class EvaluationDriver(object):
     """Plays one greedy episode in each environment of ``env``.
 
+    Actions come from ``algorithm.predict`` (never ``rollout``), with the
+    observation transformed by ``algorithm.transform_timestep`` without
+    updating its normalizers. Every environment's first episode counts;
+    an environment whose episode ended keeps being stepped (its later
+    rewards are ignored) until all have ended.
+
     Args:
         env: a batched ``TFEnvironment``; B = number of episodes per run.
         algorithm: an ``RLAlgorithm``; its ``predict`` is used.
-        max_steps: safety bound on steps per episode.
+        max_steps: safety bound on steps per episode (>= 1): an episode
+            still running after it counts with the return and length it
+            has so far.
         use_tf_functions: compile the evaluation loop.
+
+    Raises:
+        ValueError: if ``max_steps`` < 1.
     """
 
-    def __init__(self, env, algorithm, max_steps=100000,
-                 use_tf_functions=True):
+    def __init__(self, env: Any, algorithm: Any,
+                 max_steps: int = 100000, use_tf_functions: bool = True):
+        if int(max_steps) < 1:
+            raise ValueError("EvaluationDriver: max_steps must be >= 1, "
+                             "got %r" % (max_steps, ))
         self._env = env
         self._algorithm = algorithm
         self._max_steps = int(max_steps)
         self._run_fn = (tf.function(self._run, autograph=False)
                         if use_tf_functions else self._run)
 
-    def run(self):
-        """Plays the episodes.
+    def run(self) -> Tuple[tf.Tensor, tf.Tensor]:
+        """Plays the episodes (from a fresh ``env.reset()``).
 
         Returns:
             ``(returns, lengths)``: [B] float32 episode returns and [B] int32

@@ -23,6 +23,7 @@ helpers of ``alf_rl.specs`` are imported lazily where specs are built.
 """
 
 import abc
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -39,7 +40,7 @@ def _is_namedtuple(x):
     return isinstance(x, tuple) and hasattr(x, '_fields')
 
 
-def flatten_nest(nest):
+def flatten_nest(nest: Any) -> List[Any]:
     """Flattens a nest of dicts/lists/tuples/namedtuples in ``tf.nest`` order.
 
     Args:
@@ -61,7 +62,7 @@ def flatten_nest(nest):
     return [nest]
 
 
-def pack_nest_as(structure, flat):
+def pack_nest_as(structure: Any, flat: Sequence[Any]) -> Any:
     """Inverse of ``flatten_nest``: fills ``structure`` with ``flat`` leaves.
 
     Args:
@@ -93,18 +94,18 @@ def _pack(structure, it):
         raise ValueError("pack_nest_as: too few leaves for the structure")
 
 
-def map_nest(fn, *nests):
+def map_nest(fn: Callable[..., Any], *nests: Any) -> Any:
     """Applies ``fn`` to corresponding leaves of nests with one structure."""
     flats = [flatten_nest(n) for n in nests]
     return pack_nest_as(nests[0], [fn(*xs) for xs in zip(*flats)])
 
 
-def numpy_dtype(spec):
+def numpy_dtype(spec: Any) -> np.dtype:
     """The numpy dtype of a ``tf.TensorSpec`` (works without importing TF)."""
     return np.dtype(spec.dtype.as_numpy_dtype)
 
 
-def spec_shape(spec):
+def spec_shape(spec: Any) -> Tuple[int, ...]:
     """The shape of a spec as a tuple of ints."""
     return tuple(spec.shape.as_list())
 
@@ -122,17 +123,17 @@ class PyEnvironment(abc.ABC):
     """
 
     @property
-    def batched(self):
+    def batched(self) -> bool:
         """bool: whether ``reset``/``step`` use a leading batch dimension."""
         return False
 
     @property
-    def batch_size(self):
+    def batch_size(self) -> int:
         """int number of environments B if batched, else ``None``."""
         return None
 
     @abc.abstractmethod
-    def observation_spec(self):
+    def observation_spec(self) -> Any:
         """Nest of ``BoundedTensorSpec``/``TensorSpec`` of one observation.
 
         Returns:
@@ -140,16 +141,16 @@ class PyEnvironment(abc.ABC):
         """
 
     @abc.abstractmethod
-    def action_spec(self):
+    def action_spec(self) -> Any:
         """Nest of ``BoundedTensorSpec`` of one action (no batch dimension)."""
 
-    def time_step_spec(self):
+    def time_step_spec(self) -> TimeStep:
         """The ``TimeStep`` spec nest (no batch dimension)."""
         from alf_rl import specs
         return specs.time_step_spec(self.observation_spec(),
                                     self.action_spec())
 
-    def reset(self):
+    def reset(self) -> TimeStep:
         """Starts new episodes in every environment.
 
         Returns:
@@ -161,7 +162,7 @@ class PyEnvironment(abc.ABC):
         """
         return self._reset()
 
-    def step(self, action):
+    def step(self, action: Any) -> TimeStep:
         """Applies ``action`` and returns the next ``TimeStep``.
 
         After a LAST step, the action is ignored and the environment resets
@@ -184,7 +185,7 @@ class PyEnvironment(abc.ABC):
     def _step(self, action):
         """Implements ``step``."""
 
-    def render(self):
+    def render(self) -> Optional[np.ndarray]:
         """An RGB frame of environment 0, or ``None``.
 
         Returns:
@@ -193,7 +194,7 @@ class PyEnvironment(abc.ABC):
         """
         return None
 
-    def seed(self, seed):
+    def seed(self, seed: Optional[int]) -> None:
         """Seeds the environment's randomness for the next ``reset``.
 
         Batched environments seed environment i with ``seed + i``.
@@ -202,7 +203,7 @@ class PyEnvironment(abc.ABC):
             seed: int or ``None``.
         """
 
-    def close(self):
+    def close(self) -> None:
         """Frees resources (processes, windows). Safe to call twice."""
 
     def __enter__(self):

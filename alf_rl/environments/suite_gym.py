@@ -5,6 +5,7 @@ what ``ParallelPyEnvironment`` workers unpickle.
 """
 
 import dataclasses
+from typing import Any, Callable, Optional, Sequence
 
 from alf_rl.environments.gym_wrapper import GymWrapper
 
@@ -21,7 +22,7 @@ def _import_gymnasium(environment_name):
     return gymnasium
 
 
-def check_env_id(environment_name):
+def check_env_id(environment_name: str) -> None:
     """Returns gymnasium's ``EnvSpec`` of an id, or raises ``ValueError``.
 
     Args:
@@ -48,14 +49,14 @@ def check_env_id(environment_name):
                          (environment_name, e, hint)) from None
 
 
-def load(environment_name,
-         max_episode_steps=None,
-         gym_env_wrappers=(),
-         render_mode=None,
-         seed=None,
-         env_id=0,
-         discount=1.0,
-         **gym_kwargs):
+def load(environment_name: str,
+         max_episode_steps: Optional[int] = None,
+         gym_env_wrappers: Sequence[Callable[..., Any]] = (),
+         render_mode: Optional[str] = None,
+         seed: Optional[int] = None,
+         env_id: int = 0,
+         discount: float = 1.0,
+         **gym_kwargs: Any) -> GymWrapper:
     """Creates a gymnasium environment and wraps it in a ``GymWrapper``.
 
     The time limit is gymnasium's ``TimeLimit``, applied *outside*

@@ -37,8 +37,9 @@ class UnittestEnv(PyEnvironment):
         seed: seed of the environment's random numbers.
     """
 
-    def __init__(self, batch_size, episode_length, obs_dim=1,
-                 action_type=_DISCRETE, seed=0):
+    def __init__(self, batch_size: int, episode_length: int,
+                 obs_dim: int = 1, action_type: str = _DISCRETE,
+                 seed: int = 0):
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1, got %r" % batch_size)
         if episode_length < 2:
@@ -70,25 +71,25 @@ class UnittestEnv(PyEnvironment):
         self._steps = None  # index of the current step in its episode
 
     @property
-    def batched(self):
+    def batched(self) -> bool:
         """Always True."""
         return True
 
     @property
-    def batch_size(self):
+    def batch_size(self) -> int:
         """int B."""
         return self._batch_size
 
-    def observation_spec(self):
+    def observation_spec(self) -> BoundedTensorSpec:
         """``BoundedTensorSpec((obs_dim,), float32, -1, 1)``."""
         return self._observation_spec
 
-    def action_spec(self):
+    def action_spec(self) -> BoundedTensorSpec:
         """Discrete ``((), int64, 0, 1)`` or continuous ``((1,), float32,
         0, 1)``."""
         return self._action_spec
 
-    def seed(self, seed):
+    def seed(self, seed: int) -> None:
         """Restarts the random numbers from ``seed``."""
         self._seed = seed
         self._rng = np.random.RandomState(seed)
@@ -188,8 +189,9 @@ class RNNPolicyUnittestEnv(UnittestEnv):
             episode_length``).
     """
 
-    def __init__(self, batch_size, episode_length, obs_dim=1,
-                 action_type=_DISCRETE, seed=0, gap=3):
+    def __init__(self, batch_size: int, episode_length: int,
+                 obs_dim: int = 1, action_type: str = _DISCRETE,
+                 seed: int = 0, gap: int = 3):
         super().__init__(batch_size, episode_length, obs_dim, action_type,
                          seed)
         if not 1 <= gap < episode_length:

@@ -9,12 +9,13 @@ with exactly one ``tf.numpy_function`` per ``reset``/``step`` call (never
 one per environment). Its callback validates the incoming action (shape,
 dtype, bounds, NaN) and the returned ``TimeStep`` (structure, shapes,
 dtypes) against the specs with a cheap fast path, and keeps the Python
-exception in ``last_error``: inside a graph TensorFlow wraps it into an
-``OpError`` whose text is harder to read, so trainers re-raise
-``env.last_error``.
+exception in ``last_error`` (declared on ``TFEnvironment``): inside a graph
+TensorFlow wraps it into an ``OpError`` whose text is harder to read, so
+trainers report ``env.last_error``.
 """
 
 import threading
+from typing import Any, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -39,43 +40,54 @@ class TFEnvironment(object):
         time_step_spec: ``TimeStep`` spec nest (no batch dimension).
         action_spec: action spec nest (no batch dimension).
         batch_size: B, the number of environments.
+
+    Attributes:
+        last_error: the Python exception behind the latest failed
+            ``reset``/``step`` whose error TensorFlow reports only as an
+            ``OpError`` (a Python callback inside a graph), else ``None``.
+            ``TFPyEnvironment`` sets it; trainers read it to report the
+            original error, and clear it before each training call.
     """
 
-    def __init__(self, time_step_spec, action_spec, batch_size):
+    last_error: Optional[BaseException] = None
+
+    def __init__(self, time_step_spec: Any, action_spec: Any,
+                 batch_size: int):
         self._time_step_spec = time_step_spec
         self._action_spec = action_spec
         self._batch_size = int(batch_size)
+        self.last_error = None
 
     @property
-    def batched(self):
+    def batched(self) -> bool:
         """Always True: every ``TFEnvironment`` is batched."""
         return True
 
     @property
-    def batch_size(self):
+    def batch_size(self) -> int:
         """int B, the number of environments."""
         return self._batch_size
 
     @property
-    def in_graph(self):
+    def in_graph(self) -> bool:
         """True when ``reset``/``step`` are TensorFlow ops only (no Python
         callback), so loops over them can be XLA-compiled. False for
         ``TFPyEnvironment``."""
         return True
 
-    def time_step_spec(self):
+    def time_step_spec(self) -> TimeStep:
         """The ``TimeStep`` spec nest (no batch dimension)."""
         return self._time_step_spec
 
-    def action_spec(self):
+    def action_spec(self) -> Any:
         """The action spec nest (no batch dimension)."""
         return self._action_spec
 
-    def observation_spec(self):
+    def observation_spec(self) -> Any:
         """The observation spec nest (no batch dimension)."""
         return self._time_step_spec.observation
 
-    def reset(self):
+    def reset(self) -> TimeStep:
         """Resets every environment.
 
         Returns:
@@ -86,7 +98,7 @@ class TFEnvironment(object):
         """
         return self._reset()
 
-    def step(self, action):
+    def step(self, action: Any) -> TimeStep:
         """Steps every environment with its row of ``action``.
 
         Args:
@@ -139,11 +151,11 @@ class TFEnvironment(object):
     def _step(self, action):
         raise NotImplementedError()
 
-    def render(self):
+    def render(self) -> Optional[np.ndarray]:
         """Environment 0's frame ([H, W, 3] uint8 numpy) or ``None``."""
         return None
 
-    def close(self):
+    def close(self) -> None:
         """Frees the environment's resources."""
 
     def __enter__(self):
@@ -206,11 +218,11 @@ class TFPyEnvironment(TFEnvironment):
     """
 
     @property
-    def in_graph(self):
+    def in_graph(self) -> bool:
         """False: every step calls back into Python."""
         return False
 
-    def __init__(self, py_env, check_actions=True):
+    def __init__(self, py_env: PyEnvironment, check_actions: bool = True):
         if not isinstance(py_env, PyEnvironment):
             raise ValueError("TFPyEnvironment expects a PyEnvironment, got %r"
                              % (py_env, ))
@@ -223,7 +235,6 @@ class TFPyEnvironment(TFEnvironment):
                                                   action_spec)
         super().__init__(time_step_spec, action_spec, batch_size)
         self._check_actions = check_actions
-        self.last_error = None
         self._lock = threading.Lock()
 
         self._action_structure = (action_spec if isinstance(
@@ -256,7 +267,7 @@ class TFPyEnvironment(TFEnvironment):
         self._packed_size = sum(self._out_nbytes)
 
     @property
-    def pyenv(self):
+    def pyenv(self) -> PyEnvironment:
         """The wrapped batched ``PyEnvironment``."""
         return self._env
 
@@ -448,10 +459,10 @@ class TFPyEnvironment(TFEnvironment):
         return self._call(self._np_step, self._packed_step,
                           tf.nest.flatten(action), 'step')
 
-    def render(self):
+    def render(self) -> Optional[np.ndarray]:
         """Environment 0's frame ([H, W, 3] uint8 numpy) or ``None``."""
         return self._env.render()
 
-    def close(self):
+    def close(self) -> None:
         """Closes the wrapped ``PyEnvironment``."""
         self._env.close()

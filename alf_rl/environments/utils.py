@@ -1,6 +1,7 @@
 """``create_environment``: the gin entry point that builds training envs."""
 
 import functools
+from typing import Any, Callable, Optional
 
 import gin
 import numpy as np
@@ -8,18 +9,18 @@ import numpy as np
 from alf_rl.environments import suite_gym
 from alf_rl.environments.batched_environment import BatchedPyEnvironment
 from alf_rl.environments.parallel_environment import ParallelPyEnvironment
-from alf_rl.environments.tf_environment import TFPyEnvironment
+from alf_rl.environments.tf_environment import TFEnvironment, TFPyEnvironment
 
 
 @gin.configurable
-def create_environment(env_name='CartPole-v1',
-                       num_parallel_environments=1,
-                       seed=None,
-                       use_subprocess=False,
-                       env_load_fn=suite_gym.load,
-                       max_episode_steps=None,
-                       render_mode=None,
-                       backend='gym'):
+def create_environment(env_name: str = 'CartPole-v1',
+                       num_parallel_environments: int = 1,
+                       seed: Optional[int] = None,
+                       use_subprocess: bool = False,
+                       env_load_fn: Callable[..., Any] = suite_gym.load,
+                       max_episode_steps: Optional[int] = None,
+                       render_mode: Optional[str] = None,
+                       backend: str = 'gym') -> TFEnvironment:
     """Builds a batched environment of ``num_parallel_environments``.
 
     ``backend='gym'`` (default) steps gymnasium environments in Python and

@@ -1,6 +1,9 @@
 """``OnPolicyTrainer``: trains an on-policy algorithm with ``OnPolicyDriver``."""
 
+from typing import Any, Tuple
+
 import gin
+import tensorflow as tf
 
 from alf_rl.drivers.on_policy_driver import OnPolicyDriver
 from alf_rl.trainers.trainer import Trainer
@@ -13,9 +16,12 @@ class OnPolicyTrainer(Trainer):
 
     Args:
         config: a ``TrainerConfig``.
+        env: the training environment or a ``(seed) -> TFEnvironment``
+            factory (``None``: the gin-configured ``create_environment``).
+        eval_env: the evaluation environment or factory (see ``Trainer``).
     """
 
-    def _create_driver(self):
+    def _create_driver(self) -> OnPolicyDriver:
         c = self._config
         return OnPolicyDriver(self._env,
                               self._algorithm,
@@ -24,6 +30,6 @@ class OnPolicyTrainer(Trainer):
                               use_tf_functions=c.use_tf_functions,
                               jit_compile=c.jit_compile)
 
-    def _train_iterations(self, num_iterations):
+    def _train_iterations(self, num_iterations: int) -> Tuple[Any, tf.Tensor]:
         return self._driver.run_iterations(num_iterations,
                                            stop_fn=self._stop_condition)

@@ -4,36 +4,69 @@ A trainer owns everything that is not an algorithm: environments, the
 driver, checkpoints (atomic, resumable), TensorBoard summaries, periodic
 greedy evaluation, the operative ``config.gin`` and a progress line on the
 terminal. Subclasses only say how training iterations run
-(``_train_iterations``, several per compiled call).
+(``_create_driver``, ``_train_iterations``, several per compiled call) and
+what else to checkpoint (``_checkpoint_objects``).
+
+From Python, build the pieces and hand them over (no gin needed)::
+
+    config = TrainerConfig(root_dir=..., algorithm_ctor=make_algorithm,
+                           random_seed=0, num_iterations=100)
+    trainer = OnPolicyTrainer(
+        config, env=lambda seed: create_environment('CartPole-v1', 8,
+                                                    seed=seed))
+    result = trainer.train()
+    trainer.close()
+
+``alf-train`` instead configures ``TrainerConfig`` and
+``create_environment`` with gin. See ``examples/python/``.
 
 Outputs under ``root_dir``: ``train/`` and ``eval/`` event files, ``ckpt/``
 checkpoints, ``config.gin``.
+
+A run that cannot go on raises a ``TrainingError`` with fields
+(``NonFiniteLossError``, ``EnvironmentStepError``); its text is one line
+for the user.
 """
 
 import os
+import re
 import sys
 import threading
 import time
+from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 import gin
 import numpy as np
 import tensorflow as tf
 
 from alf_rl.drivers.evaluation_driver import EvaluationDriver
+from alf_rl.environments.tf_environment import TFEnvironment
 from alf_rl.environments.utils import create_environment
 from alf_rl.utils import summary as summary_utils
 from alf_rl.utils.checkpoint import Checkpointer
 from alf_rl.utils.common import set_random_seed
+
+# A ``TFEnvironment``, or a factory ``(seed: int) -> TFEnvironment``.
+EnvSource = Union[TFEnvironment, Callable[[int], TFEnvironment]]
+
+# The evaluation environment's seed is the run's seed plus this.
+_EVAL_SEED_OFFSET = 7919
 
 
 @gin.configurable
 class TrainerConfig(object):
     """Settings of a training run (all gin-configurable).
 
+    The environments are not settings: a Python user hands them to the
+    trainer (``OnPolicyTrainer(config, env=..., eval_env=...)``); without
+    them the trainer builds them with the gin-configured
+    ``create_environment`` (the ``alf-train`` way).
+
     Args:
         root_dir: directory of the run's outputs; rerunning on it resumes.
         trainer: the trainer class (``OnPolicyTrainer`` by default).
-        algorithm_ctor: ``(observation_spec=, action_spec=) -> RLAlgorithm``.
+        algorithm_ctor: ``(observation_spec=, action_spec=) -> RLAlgorithm``
+            (specs of the training environment, without batch dimension).
         num_iterations: stop after this many training iterations (0: no
             limit from iterations).
         num_env_steps: stop after this many environment steps (0: no limit).
@@ -45,9 +78,11 @@ class TrainerConfig(object):
             off-policy updates always; with an in-graph environment
             (``create_environment.backend='tf'``) the whole iteration
             (rollout and update).
-        evaluate: run greedy evaluation every ``eval_interval`` iterations.
+        evaluate: run greedy evaluation (``algorithm.predict``) every
+            ``eval_interval`` iterations.
         eval_interval: iterations between evaluations.
-        num_eval_episodes: episodes per evaluation (one per eval env).
+        num_eval_episodes: episodes per evaluation (one per eval env): the
+            batch size of the evaluation environment.
         checkpoint_interval: iterations between checkpoints (a final one is
             always written).
         checkpoint_max_to_keep: newest checkpoints kept.
@@ -83,34 +118,34 @@ class TrainerConfig(object):
     """
 
     def __init__(self,
-                 root_dir=None,
-                 trainer=None,
-                 algorithm_ctor=None,
-                 num_iterations=1000,
-                 num_env_steps=0,
-                 unroll_length=8,
-                 final_step_mode='redo',
-                 random_seed=None,
-                 use_tf_functions=True,
-                 jit_compile=False,
-                 evaluate=False,
-                 eval_interval=10,
-                 num_eval_episodes=10,
-                 checkpoint_interval=100,
-                 checkpoint_max_to_keep=3,
-                 summary_interval=10,
-                 progress_interval_secs=5.0,
-                 summaries_flush_secs=5,
-                 initial_collect_steps=0,
-                 num_updates_per_train_step=1,
-                 mini_batch_size=None,
-                 mini_batch_length=None,
-                 replay_buffer_capacity=100000,
-                 clear_replay_buffer=False,
-                 prioritized_replay=False,
-                 stop_at_average_return=None,
-                 iterations_per_call='auto',
-                 call_target_secs=0.2):
+                 root_dir: Optional[str] = None,
+                 trainer: Optional[type] = None,
+                 algorithm_ctor: Optional[Callable[..., Any]] = None,
+                 num_iterations: int = 1000,
+                 num_env_steps: int = 0,
+                 unroll_length: int = 8,
+                 final_step_mode: str = 'redo',
+                 random_seed: Optional[int] = None,
+                 use_tf_functions: bool = True,
+                 jit_compile: bool = False,
+                 evaluate: bool = False,
+                 eval_interval: int = 10,
+                 num_eval_episodes: int = 10,
+                 checkpoint_interval: int = 100,
+                 checkpoint_max_to_keep: int = 3,
+                 summary_interval: int = 10,
+                 progress_interval_secs: float = 5.0,
+                 summaries_flush_secs: float = 5,
+                 initial_collect_steps: int = 0,
+                 num_updates_per_train_step: int = 1,
+                 mini_batch_size: Optional[int] = None,
+                 mini_batch_length: Optional[int] = None,
+                 replay_buffer_capacity: int = 100000,
+                 clear_replay_buffer: bool = False,
+                 prioritized_replay: bool = False,
+                 stop_at_average_return: Optional[float] = None,
+                 iterations_per_call: Union[int, str] = 'auto',
+                 call_target_secs: float = 0.2):
         if algorithm_ctor is None:
             raise ValueError("TrainerConfig.algorithm_ctor is required, e.g. "
                              "TrainerConfig.algorithm_ctor=@ActorCriticAlgorithm")
@@ -164,32 +199,296 @@ class TrainerConfig(object):
 
 
 class TrainingError(RuntimeError):
-    """Training stopped on bad input or a non-finite loss."""
+    """Training stopped: the run cannot go on.
+
+    ``str(error)`` is one line for the user; the fields say the same for
+    code. Subclasses: ``NonFiniteLossError``, ``EnvironmentStepError``.
+
+    Args:
+        message: the one-line message.
+        iteration: the (1-based) first iteration of the failed call.
+        last_iteration: its last iteration (``iteration`` when the call ran
+            one).
+
+    Attributes:
+        kind: ``'non_finite_loss'``, ``'environment'`` (subclasses) or
+            ``'training'``.
+        iteration, last_iteration, message: as given.
+    """
+
+    kind = 'training'
+
+    def __init__(self, message: str, iteration: int,
+                 last_iteration: Optional[int] = None):
+        super().__init__(message)
+        self.message = message
+        self.iteration = int(iteration)
+        self.last_iteration = int(iteration if last_iteration is None else
+                                  last_iteration)
+
+
+class NonFiniteLossError(TrainingError):
+    """A loss was NaN or Inf (``tf.debugging.check_numerics`` fired).
+
+    No checkpoint was written for the failed iteration.
+
+    Args:
+        message, iteration, last_iteration: see ``TrainingError``.
+        loss_name: the name in the check's ``"loss of <name> (...)"``
+            message: the algorithm's ``name`` (e.g. ``'PPOAlgorithm'``).
+        components: the loss components the check names (paths such as
+            ``'loss.pg_loss'``); ``()`` for the XLA checks, which see only
+            the total.
+        value: ``'NaN'`` or ``'Inf'`` (``None`` if the message says neither
+            in the usual form).
+        update_applied: True when the check ran after an XLA-compiled
+            update or iteration (XLA drops ``CheckNumerics``), so the
+            update with the bad loss was already applied.
+        detail: the check's message line, as TensorFlow reported it.
+    """
+
+    kind = 'non_finite_loss'
+
+    def __init__(self, message: str, iteration: int,
+                 last_iteration: Optional[int], loss_name: str,
+                 components: Tuple[str, ...], value: Optional[str],
+                 update_applied: bool, detail: str):
+        super().__init__(message, iteration, last_iteration)
+        self.loss_name = loss_name
+        self.components = tuple(components)
+        self.value = value
+        self.update_applied = bool(update_applied)
+        self.detail = detail
+
+
+class EnvironmentStepError(TrainingError):
+    """The environment's Python callback raised inside a compiled call.
+
+    Args:
+        message, iteration, last_iteration: see ``TrainingError``.
+        env_error: the exception the environment raised (also the
+            ``__cause__``), e.g. a ``ValueError`` naming an action outside
+            ``action_spec``.
+    """
+
+    kind = 'environment'
+
+    def __init__(self, message: str, iteration: int,
+                 last_iteration: Optional[int], env_error: BaseException):
+        super().__init__(message, iteration, last_iteration)
+        self.env_error = env_error
+
+
+# "loss of <name> (<what>) : Tensor had NaN values", as written by
+# ``Algorithm.train_complete`` (<what> = "components: a, b"), by the XLA
+# checks of the drivers ("XLA-compiled iteration") and of the off-policy
+# trainer ("XLA-compiled update").
+_LOSS_CHECK = re.compile(r'loss of (?P<name>\S+) \((?P<what>[^()]*)\)')
+_VALUE = re.compile(r'Tensor had (?P<value>NaN|Inf) values')
+
+
+def _parse_non_finite_loss(message: str) -> Optional[Dict[str, Any]]:
+    """Reads a ``check_numerics`` failure on a loss out of an error text.
+
+    The one place that knows the message format of the loss checks.
+
+    Args:
+        message: the text of a ``tf.errors.OpError`` (several lines for a
+            graph error: 'Graph execution error:', a stack, then the
+            check's line).
+
+    Returns:
+        ``None`` if ``message`` is not a non-finite-loss failure, else a
+        dict with the ``NonFiniteLossError`` fields ``loss_name``,
+        ``components``, ``value``, ``update_applied`` and ``detail``.
+    """
+    if 'loss of' not in message or not ('NaN' in message
+                                        or 'Inf' in message):
+        return None
+    detail = next((line.strip() for line in message.split('\n')
+                   if 'loss of' in line), message)
+    match = _LOSS_CHECK.search(detail)
+    what = match.group('what') if match else ''
+    components = ()
+    if what.startswith('components:'):
+        components = tuple(p.strip() for p in
+                           what[len('components:'):].split(',') if p.strip())
+    value = _VALUE.search(detail)
+    return {
+        'loss_name': match.group('name') if match else '',
+        'components': components,
+        'value': value.group('value') if value else None,
+        'update_applied': 'XLA' in message,
+        'detail': detail,
+    }
+
+
+def training_error_from(error: tf.errors.OpError, iteration: int,
+                        num_iterations: int = 1,
+                        env_error: Optional[BaseException] = None
+                        ) -> Optional[TrainingError]:
+    """The structured ``TrainingError`` for a failed training call.
+
+    Args:
+        error: what the compiled call raised.
+        iteration: the (1-based) first iteration of the call.
+        num_iterations: how many iterations the call was to run.
+        env_error: the environment's ``last_error`` (the Python exception
+            behind ``error`` when its callback raised), or None.
+
+    Returns:
+        An ``EnvironmentStepError`` when ``env_error`` is set, a
+        ``NonFiniteLossError`` when ``error`` is a loss check's failure,
+        else ``None`` (the caller re-raises ``error``).
+    """
+    last = iteration + num_iterations - 1
+    where = ("at iteration %d" % iteration if num_iterations == 1 else
+             "in iterations %d-%d" % (iteration, last))
+    if env_error is not None:
+        return EnvironmentStepError(
+            "training stopped %s: %s" % (where, env_error), iteration, last,
+            env_error)
+    message = getattr(error, 'message', str(error))
+    fields = _parse_non_finite_loss(message)
+    if fields is None:
+        return None
+    applied = ("the XLA-compiled update was already applied"
+               if fields['update_applied'] else "no update was applied")
+    return NonFiniteLossError(
+        "training stopped %s: non-finite loss (%s); %s and no checkpoint "
+        "was written for this iteration." %
+        (where, fields['detail'][:500], applied), iteration, last, **fields)
+
+
+def _build_env(source: EnvSource, seed: int, name: str) -> TFEnvironment:
+    """A ``TFEnvironment`` from an instance or a ``(seed) -> env`` factory.
+
+    Raises:
+        TypeError: naming ``name`` when ``source`` (or what the factory
+            returned) is not a ``TFEnvironment``.
+    """
+    env = source
+    if not isinstance(source, TFEnvironment):
+        if not callable(source):
+            raise TypeError(
+                "%s: expected a TFEnvironment or a factory (seed) -> "
+                "TFEnvironment, got %s (wrap a PyEnvironment in "
+                "TFPyEnvironment)" % (name, type(source).__name__))
+        env = source(seed)
+        if not isinstance(env, TFEnvironment):
+            raise TypeError(
+                "%s: the factory returned %s, expected a TFEnvironment "
+                "(wrap a PyEnvironment in TFPyEnvironment)" %
+                (name, type(env).__name__))
+    return env
+
+
+class _Run(object):
+    """Wall-clock and progress bookkeeping of one ``Trainer.train()`` call.
+
+    Args:
+        start_time: ``time.time()`` at the start of the training loop.
+        start_steps: environment steps done before it (non-zero when
+            resumed).
+    """
+
+    def __init__(self, start_time: float, start_steps: int):
+        self.start_time = start_time
+        self.start_steps = start_steps
+        self.last_report = start_time
+        self.last_summary_time = start_time
+        self.last_summary_steps = start_steps
+        # The first call (one iteration) includes tracing and XLA
+        # compilation; later calls measure the time per iteration.
+        self.first_iteration_secs = None
+        self.secs_per_iteration = None
+        self.last_eval = {}
+
+    def record_call(self, now: float, call_start: float, iterations: int):
+        """Updates the timings after a call that ran ``iterations``."""
+        if self.first_iteration_secs is None:
+            self.first_iteration_secs = now - self.start_time
+        else:
+            self.secs_per_iteration = (now - call_start) / max(iterations, 1)
+
+
+class _Writers(object):
+    """The ``train/`` and (when evaluating) ``eval/`` summary writers."""
+
+    def __init__(self, root_dir: str, flush_secs: float, evaluate: bool):
+        flush_millis = int(flush_secs * 1000)
+        self.train = tf.summary.create_file_writer(
+            os.path.join(root_dir, 'train'), flush_millis=flush_millis)
+        self.eval = (tf.summary.create_file_writer(
+            os.path.join(root_dir, 'eval'), flush_millis=flush_millis)
+                     if evaluate else None)
+
+    def flush(self):
+        """Flushes both writers."""
+        self.train.flush()
+        if self.eval is not None:
+            self.eval.flush()
 
 
 class Trainer(object):
     """Base of trainers: environment, algorithm, checkpoints, summaries.
 
+    Environments: pass ``env`` (and ``eval_env`` when
+    ``config.evaluate``) to train on environments built in Python; leave
+    them ``None`` to build them with the gin-configured
+    ``create_environment`` (what ``alf-train`` does). Each is a
+    ``TFEnvironment`` or, preferably, a factory ``(seed: int) ->
+    TFEnvironment``: the factory is called with the run's seed (from
+    ``config.random_seed``) for ``env`` and with that seed + 7919 for
+    ``eval_env``, so a seeded run seeds its environments too, as with gin.
+    The trainer owns the environments: ``close()`` closes them.
+
     Args:
         config: a ``TrainerConfig``.
+        env: the training environment (batch size B = its number of
+            parallel environments), or ``None`` for
+            ``create_environment(seed=seed)``.
+        eval_env: the evaluation environment; its batch size must be
+            ``config.num_eval_episodes`` (one greedy episode per
+            environment). ``None``: ``create_environment(
+            num_parallel_environments=num_eval_episodes, seed=seed + 7919,
+            use_subprocess=False)``, allowed only when ``env`` is ``None``
+            too. Not built (a factory is not called) when
+            ``config.evaluate`` is False.
+
+    Raises:
+        TypeError: if ``env``/``eval_env`` is neither a ``TFEnvironment``
+            nor a factory returning one.
+        ValueError: if ``env`` is given without ``eval_env`` while
+            ``config.evaluate``, or ``eval_env``'s batch size is not
+            ``config.num_eval_episodes``.
     """
 
-    def __init__(self, config):
+    def __init__(self, config: TrainerConfig,
+                 env: Optional[EnvSource] = None,
+                 eval_env: Optional[EnvSource] = None):
+        if not isinstance(config, TrainerConfig):
+            raise TypeError("%s: config must be a TrainerConfig, got %s" %
+                            (type(self).__name__, type(config).__name__))
+        if config.evaluate and env is not None and eval_env is None:
+            raise ValueError(
+                "TrainerConfig.evaluate=True and env was given: also pass "
+                "eval_env (a factory (seed) -> TFEnvironment with "
+                "num_eval_episodes=%d environments), or set evaluate=False" %
+                config.num_eval_episodes)
         self._config = config
         self._root_dir = config.root_dir
         os.makedirs(self._root_dir, exist_ok=True)
         self._seed = set_random_seed(config.random_seed)
-        self._env = create_environment(seed=self._seed)
+        self._env = (create_environment(seed=self._seed) if env is None else
+                     _build_env(env, self._seed, 'env'))
         self._algorithm = config.algorithm_ctor(
             observation_spec=self._env.observation_spec(),
             action_spec=self._env.action_spec())
         self._eval_env = None
         self._evaluator = None
         if config.evaluate:
-            self._eval_env = create_environment(
-                num_parallel_environments=config.num_eval_episodes,
-                seed=self._seed + 7919,
-                use_subprocess=False)
+            self._eval_env = self._create_eval_env(eval_env)
             self._evaluator = EvaluationDriver(
                 self._eval_env,
                 self._algorithm,
@@ -208,8 +507,29 @@ class Trainer(object):
                         self._algorithm.get_optimizer_and_variable_sets()],
             **self._checkpoint_objects())
 
+    def _create_eval_env(self, eval_env):
+        c = self._config
+        seed = self._seed + _EVAL_SEED_OFFSET
+        if eval_env is None:
+            return create_environment(
+                num_parallel_environments=c.num_eval_episodes, seed=seed,
+                use_subprocess=False)
+        env = _build_env(eval_env, seed, 'eval_env')
+        if env.batch_size != c.num_eval_episodes:
+            env.close()
+            raise ValueError(
+                "eval_env: batch size %d, expected "
+                "TrainerConfig.num_eval_episodes=%d (one episode per "
+                "environment)" % (env.batch_size, c.num_eval_episodes))
+        return env
+
     # ------------------------------------------------------------ to override
     def _create_driver(self):
+        """Builds the training driver (called once, in ``__init__``).
+
+        Can use ``self._env``, ``self._algorithm``, ``self._config`` and
+        ``self._seed``; ``self._iteration`` exists already.
+        """
         raise NotImplementedError()
 
     def _train_iterations(self, num_iterations):
@@ -273,14 +593,19 @@ class Trainer(object):
 
     # ------------------------------------------------------------ helpers
     @property
-    def algorithm(self):
-        """The algorithm being trained."""
+    def algorithm(self) -> Any:
+        """The algorithm being trained (an ``RLAlgorithm``)."""
         return self._algorithm
 
     @property
-    def env(self):
+    def env(self) -> TFEnvironment:
         """The training environment."""
         return self._env
+
+    @property
+    def eval_env(self) -> Optional[TFEnvironment]:
+        """The evaluation environment (``None`` unless evaluating)."""
+        return self._eval_env
 
     def _env_steps(self):
         return int(self._metrics['EnvironmentSteps'].result())
@@ -318,30 +643,23 @@ class Trainer(object):
             for name, m in self._metrics.items()
         }
 
-    def _raise_clear_error(self, error, num_iterations=1):
-        it = int(self._iteration.numpy()) + 1
-        where = ("at iteration %d" % it if num_iterations == 1 else
-                 "in iterations %d-%d" % (it, it + num_iterations - 1))
-        env_error = getattr(self._env, 'last_error', None)
-        if env_error is not None:
-            raise TrainingError("training stopped %s: %s" %
-                                (where, env_error)) from env_error
-        message = getattr(error, 'message', str(error))
-        if 'loss of' in message and ('NaN' in message or 'Inf' in message):
-            applied = ("the XLA-compiled update was already applied"
-                       if 'XLA' in message else "no update was applied")
-            # A graph error's first line is 'Graph execution error:'; the
-            # CheckNumerics message (loss name, NaN/Inf) is a later line.
-            detail = next((line.strip() for line in message.split('\n')
-                           if 'loss of' in line), message)
-            raise TrainingError(
-                "training stopped %s: non-finite loss (%s); %s "
-                "and no checkpoint was written for this iteration." %
-                (where, detail[:500], applied)) from error
-        raise error
+    def evaluate(self) -> Dict[str, float]:
+        """Plays one greedy (``algorithm.predict``) episode in each
+        evaluation environment.
 
-    def evaluate(self):
-        """Runs greedy evaluation; returns ``{tag: value}`` scalars."""
+        Returns:
+            ``{'Metrics/AverageReturn': mean episode return,
+            'Metrics/AverageEpisodeLength': mean transitions per episode}``
+            over the ``num_eval_episodes`` episodes.
+
+        Raises:
+            ValueError: if the trainer was built with
+                ``config.evaluate=False`` (no evaluation environment).
+        """
+        if self._evaluator is None:
+            raise ValueError("Trainer.evaluate: no evaluation environment; "
+                             "build the trainer with TrainerConfig("
+                             "evaluate=True)")
         returns, lengths = self._evaluator.run()
         return {
             'Metrics/AverageReturn': float(np.mean(returns.numpy())),
@@ -349,7 +667,7 @@ class Trainer(object):
         }
 
     # ------------------------------------------------------------ main loop
-    def train(self):
+    def train(self) -> Dict[str, Any]:
         """Trains until ``num_iterations`` or ``num_env_steps``; resumable.
 
         Returns:
@@ -359,103 +677,136 @@ class Trainer(object):
             ``first_iteration_secs`` (its first iteration, which includes
             tracing and XLA compilation) and ``stopped_early`` (True when
             ``request_stop()`` ended it; a checkpoint was still written).
+
+        Raises:
+            TrainingError: a ``NonFiniteLossError`` or an
+                ``EnvironmentStepError``; no checkpoint is written for the
+                failed call.
         """
-        c = self._config
-        restored = self._checkpointer.restore()
-        start_iteration = int(self._iteration.numpy())
-        if restored:
-            print("alf_rl: resumed from %s at iteration %d, %d env steps" %
-                  (restored, start_iteration, self._env_steps()),
-                  flush=True)
-        train_writer = tf.summary.create_file_writer(
-            os.path.join(self._root_dir, 'train'),
-            flush_millis=int(c.summaries_flush_secs * 1000))
-        eval_writer = (tf.summary.create_file_writer(
-            os.path.join(self._root_dir, 'eval'),
-            flush_millis=int(c.summaries_flush_secs * 1000))
-                       if c.evaluate else None)
+        self._restore()
+        writers = _Writers(self._root_dir, self._config.summaries_flush_secs,
+                           self._config.evaluate)
         self._write_config()
-        start_time = time.time()
-        start_steps = self._env_steps()
-        last_report = start_time
-        last_eval = {}
-        last_summary_time, last_summary_steps = start_time, start_steps
-        first_iteration_secs = None
-        secs_per_iteration = None
+        run = _Run(time.time(), self._env_steps())
         try:
             while not self._done() and not _STOP_REQUESTED.is_set():
-                n = (1 if first_iteration_secs is None else
-                     self._iterations_for_call(int(self._iteration.numpy()),
-                                               secs_per_iteration))
-                call_start = time.time()
-                try:
-                    loss_info, done = self._train_iterations(n)
-                    done = int(done)
-                except tf.errors.OpError as e:
-                    self._raise_clear_error(e, n)
-                self._iteration.assign_add(done)
-                it = int(self._iteration.numpy())
-                now = time.time()
-                if first_iteration_secs is None:
-                    # Tracing (and XLA compilation) happen in this one.
-                    first_iteration_secs = now - start_time
-                else:
-                    secs_per_iteration = (now - call_start) / max(done, 1)
-                if it % c.summary_interval == 0:
-                    env_steps = self._env_steps()
-                    scalars = self._metric_scalars()
-                    scalars.update(summary_utils.loss_scalars(loss_info))
-                    dt = max(now - last_summary_time, 1e-9)
-                    scalars['time/env_steps_per_sec'] = (
-                        env_steps - last_summary_steps) / dt
-                    scalars['time/elapsed_secs'] = now - start_time
-                    last_summary_time, last_summary_steps = now, env_steps
-                    with train_writer.as_default():
-                        summary_utils.write_scalars(scalars, it)
-                        for name, m in self._metrics.items():
-                            tf.summary.scalar(
-                                'Metrics_vs_EnvironmentSteps/' + name,
-                                float(m.result()), step=env_steps)
-                if c.evaluate and it % c.eval_interval == 0:
-                    last_eval = self.evaluate()
-                    with eval_writer.as_default():
-                        summary_utils.write_scalars(last_eval, it)
-                        for tag, value in last_eval.items():
-                            tf.summary.scalar(
-                                tag.replace('Metrics/',
-                                            'Metrics_vs_EnvironmentSteps/'),
-                                value, step=self._env_steps())
-                if it % c.checkpoint_interval == 0:
-                    self._checkpointer.save(it)
-                if now - last_report >= c.progress_interval_secs:
-                    self._report_progress(start_time, start_steps, last_eval)
-                    last_report = now
-            self._report_progress(start_time, start_steps, last_eval)
+                loss_info, now = self._run_call(run)
+                self._after_call(run, loss_info, now, writers)
+            self._report_progress(run)
             self._checkpointer.save(int(self._iteration.numpy()))
         finally:
-            train_writer.flush()
-            if eval_writer is not None:
-                eval_writer.flush()
+            writers.flush()
+        return self._result(run)
+
+    def _restore(self):
+        """Restores the newest checkpoint, if any, and says so."""
+        restored = self._checkpointer.restore()
+        if restored:
+            print("alf_rl: resumed from %s at iteration %d, %d env steps" %
+                  (restored, int(self._iteration.numpy()), self._env_steps()),
+                  flush=True)
+
+    def _run_call(self, run):
+        """One compiled call of one or more training iterations.
+
+        Returns:
+            ``(loss_info, now)``: the last iteration's reduced ``LossInfo``
+            and the wall-clock at the end of the call.
+
+        Raises:
+            TrainingError: built by ``training_error_from`` when the call
+                failed in a way it recognizes (else the original error).
+        """
+        it = int(self._iteration.numpy())
+        n = (1 if run.first_iteration_secs is None else
+             self._iterations_for_call(it, run.secs_per_iteration))
+        # An error the environment kept from before this call (e.g. from
+        # a user's own eager use of it) must not be blamed for this one.
+        self._env.last_error = None
+        call_start = time.time()
+        try:
+            loss_info, done = self._train_iterations(n)
+            done = int(done)
+        except tf.errors.OpError as e:
+            error = training_error_from(e, it + 1, n, self._env.last_error)
+            if error is None:
+                raise
+            cause = (error.env_error
+                     if isinstance(error, EnvironmentStepError) else e)
+            raise error from cause
+        self._iteration.assign_add(done)
+        now = time.time()
+        run.record_call(now, call_start, done)
+        return loss_info, now
+
+    def _after_call(self, run, loss_info, now, writers):
+        """Summaries, evaluation, checkpoint and progress line, each when
+        its interval comes due at the iteration the call ended on."""
+        c = self._config
+        it = int(self._iteration.numpy())
+        if it % c.summary_interval == 0:
+            self._write_train_summaries(run, loss_info, it, now,
+                                        writers.train)
+        if c.evaluate and it % c.eval_interval == 0:
+            run.last_eval = self._evaluate_and_write(it, writers.eval)
+        if it % c.checkpoint_interval == 0:
+            self._checkpointer.save(it)
+        if now - run.last_report >= c.progress_interval_secs:
+            self._report_progress(run)
+            run.last_report = now
+
+    def _write_train_summaries(self, run, loss_info, iteration, now, writer):
+        """Metrics, losses and throughput under ``train/`` at
+        ``iteration``; metrics also against environment steps."""
+        env_steps = self._env_steps()
+        scalars = self._metric_scalars()
+        scalars.update(summary_utils.loss_scalars(loss_info))
+        dt = max(now - run.last_summary_time, 1e-9)
+        scalars['time/env_steps_per_sec'] = (env_steps -
+                                             run.last_summary_steps) / dt
+        scalars['time/elapsed_secs'] = now - run.start_time
+        run.last_summary_time, run.last_summary_steps = now, env_steps
+        with writer.as_default():
+            summary_utils.write_scalars(scalars, iteration)
+            for name, m in self._metrics.items():
+                tf.summary.scalar('Metrics_vs_EnvironmentSteps/' + name,
+                                  float(m.result()), step=env_steps)
+
+    def _evaluate_and_write(self, iteration, writer):
+        """Runs ``evaluate()`` and writes it under ``eval/`` at
+        ``iteration`` (and against environment steps); returns it."""
+        scalars = self.evaluate()
+        with writer.as_default():
+            summary_utils.write_scalars(scalars, iteration)
+            for tag, value in scalars.items():
+                tf.summary.scalar(
+                    tag.replace('Metrics/', 'Metrics_vs_EnvironmentSteps/'),
+                    value, step=self._env_steps())
+        return scalars
+
+    def _result(self, run):
+        """The dict ``train()`` returns; clears a handled stop request."""
         result = self._metric_scalars()
-        result.update({'eval/' + k: v for k, v in last_eval.items()})
+        result.update({'eval/' + k: v for k, v in run.last_eval.items()})
         result['iterations'] = int(self._iteration.numpy())
-        result['train_secs'] = time.time() - start_time
-        result['first_iteration_secs'] = first_iteration_secs or 0.0
+        result['train_secs'] = time.time() - run.start_time
+        result['first_iteration_secs'] = run.first_iteration_secs or 0.0
         result['stopped_early'] = _STOP_REQUESTED.is_set()
         _STOP_REQUESTED.clear()  # handled: the next train() runs normally
         return result
 
-    def _report_progress(self, start_time, start_steps, last_eval):
-        elapsed = max(time.time() - start_time, 1e-9)
+    def _report_progress(self, run):
+        elapsed = max(time.time() - run.start_time, 1e-9)
         steps = self._env_steps()
-        rate = (steps - start_steps) / elapsed
+        rate = (steps - run.start_steps) / elapsed
         frac = self._fraction_done()
         eta = ''
-        if 0 < frac < 1 and steps > start_steps:
+        if 0 < frac < 1 and steps > run.start_steps:
             # Fraction of the run done in this process, extrapolated.
-            done_here = frac - 0 if start_steps == 0 else frac
+            done_here = frac - 0 if run.start_steps == 0 else frac
             remaining = elapsed * (1 - frac) / max(done_here, 1e-9)
             eta = ' | ETA %s' % _format_secs(remaining)
+        last_eval = run.last_eval
         line = ("iter %d | env steps %d | %.0f steps/s | AverageReturn %.2f"
                 "%s%s" % (int(self._iteration.numpy()), steps, rate,
                           float(self._metrics['AverageReturn'].result()),
@@ -465,7 +816,7 @@ class Trainer(object):
         print(line, file=sys.stdout, flush=True)
 
     def close(self):
-        """Closes the environments."""
+        """Closes the environments (also those passed in)."""
         self._env.close()
         if self._eval_env is not None:
             self._eval_env.close()

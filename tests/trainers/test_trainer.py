@@ -1,5 +1,6 @@
 """Trainer end to end on CartPole: outputs, resume, checkpoints, errors."""
 
+import functools
 import glob
 import os
 
@@ -7,9 +8,16 @@ import gin
 import numpy as np
 import pytest
 import tensorflow as tf
+import tf_keras
 
+from alf_rl.algorithms import ActorCriticAlgorithm
 from alf_rl.bin.train import train
-from alf_rl.trainers.trainer import TrainingError
+from alf_rl.environments.suite_unittest import ValueUnittestEnv
+from alf_rl.environments.tf_environment import TFPyEnvironment
+from alf_rl.networks import ActorDistributionNetwork, ValueNetwork
+from alf_rl.trainers import OnPolicyTrainer, TrainerConfig
+from alf_rl.trainers.trainer import (EnvironmentStepError, NonFiniteLossError,
+                                     TrainingError, training_error_from)
 from alf_rl.utils.checkpoint import CheckpointError
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), '..', '..', 'examples',
@@ -107,10 +115,146 @@ def test_bad_gin_binding(tmp_path):
 
 def test_nan_loss_stops_with_iteration_and_loss_name(tmp_path):
     root = str(tmp_path / 'run')
-    with pytest.raises(TrainingError, match='iteration 1: non-finite loss'):
+    with pytest.raises(TrainingError,
+                       match='iteration 1: non-finite loss') as raised:
         train(root, [EXAMPLE],
               SMALL + ['ActorCriticLoss.td_loss_weight=1e400'])
     assert not glob.glob(os.path.join(root, 'ckpt', 'ckpt-*'))
+    error = raised.value
+    assert isinstance(error, NonFiniteLossError)
+    assert (error.kind, error.iteration, error.last_iteration) == (
+        'non_finite_loss', 1, 1)
+    assert error.loss_name == 'ActorCriticAlgorithm'
+    assert 'loss.td_loss' in error.components
+    assert error.value in ('NaN', 'Inf') and not error.update_applied
+    assert str(error) == error.message and '\n' not in str(error)
+
+
+def _check_numerics_error(message, value=float('inf')):
+    """The OpError a failing ``check_numerics`` raises in a graph."""
+
+    @tf.function(autograph=False)
+    def _check(x):
+        return tf.debugging.check_numerics(x, message)
+
+    try:
+        _check(tf.constant(value))
+    except tf.errors.OpError as e:
+        return e
+    raise AssertionError('check_numerics did not fail')
+
+
+def test_training_error_from_a_loss_check():
+    error = training_error_from(
+        _check_numerics_error('loss of PPOAlgorithm (components: '
+                              'loss.pg_loss, loss.td_loss)'), 4)
+    assert isinstance(error, NonFiniteLossError)
+    assert (error.kind, error.iteration, error.last_iteration) == (
+        'non_finite_loss', 4, 4)
+    assert error.loss_name == 'PPOAlgorithm'
+    assert error.components == ('loss.pg_loss', 'loss.td_loss')
+    assert error.value == 'Inf' and not error.update_applied
+    assert error.detail == ('loss of PPOAlgorithm (components: '
+                            'loss.pg_loss, loss.td_loss) : Tensor had Inf '
+                            'values')
+    assert str(error) == (
+        'training stopped at iteration 4: non-finite loss (' + error.detail +
+        '); no update was applied and no checkpoint was written for this '
+        'iteration.')
+
+
+@pytest.mark.parametrize('where', ['XLA-compiled update',
+                                   'XLA-compiled iteration'])
+def test_training_error_from_an_xla_loss_check(where):
+    error = training_error_from(
+        _check_numerics_error('loss of SacAlgorithm (%s)' % where,
+                              float('nan')), 3, num_iterations=5)
+    assert isinstance(error, NonFiniteLossError)
+    assert (error.iteration, error.last_iteration) == (3, 7)
+    assert error.loss_name == 'SacAlgorithm' and error.components == ()
+    assert error.value == 'NaN' and error.update_applied
+    assert str(error).startswith(
+        'training stopped in iterations 3-7: non-finite loss (loss of '
+        'SacAlgorithm (%s) : Tensor had NaN values); the XLA-compiled '
+        'update was already applied and no checkpoint' % where)
+
+
+def test_training_error_from_an_environment_error():
+    op_error = _check_numerics_error('step', float('nan'))
+    env_error = ValueError("action: value 3 at env 1 outside action_spec "
+                           "bounds [0, 1]")
+    error = training_error_from(op_error, 2, env_error=env_error)
+    assert isinstance(error, EnvironmentStepError)
+    assert (error.kind, error.iteration, error.env_error) == (
+        'environment', 2, env_error)
+    assert str(error) == ("training stopped at iteration 2: action: value 3 "
+                          "at env 1 outside action_spec bounds [0, 1]")
+
+
+def test_training_error_from_another_error_is_none():
+    assert training_error_from(_check_numerics_error('x of y'), 1) is None
+    assert training_error_from(
+        tf.errors.InvalidArgumentError(None, None, 'shapes differ'), 1) is None
+
+
+class _FailingEnv(ValueUnittestEnv):
+    """Raises from ``step`` number ``fail_at`` on."""
+
+    def __init__(self, fail_at):
+        super().__init__(batch_size=2, episode_length=4)
+        self._fail_at = fail_at
+        self._num_steps = 0
+
+    def _step(self, action):
+        self._num_steps += 1
+        if self._num_steps >= self._fail_at:
+            raise RuntimeError('sensor unplugged')
+        return super()._step(action)
+
+
+def _small_actor_critic(observation_spec, action_spec):
+    return ActorCriticAlgorithm(
+        observation_spec, action_spec,
+        actor_network_ctor=functools.partial(ActorDistributionNetwork,
+                                             fc_layer_params=(8, )),
+        value_network_ctor=functools.partial(ValueNetwork,
+                                             fc_layer_params=(8, )),
+        optimizer=tf_keras.optimizers.Adam(1e-3))
+
+
+def test_environment_error_stops_training_with_its_message(tmp_path):
+    config = TrainerConfig(root_dir=str(tmp_path),
+                           algorithm_ctor=_small_actor_critic,
+                           num_iterations=3, unroll_length=4,
+                           iterations_per_call=1)
+    # 4 steps per iteration: the 6th step is in iteration 2.
+    trainer = OnPolicyTrainer(
+        config, env=lambda seed: TFPyEnvironment(_FailingEnv(fail_at=6)))
+    try:
+        with pytest.raises(EnvironmentStepError) as raised:
+            trainer.train()
+    finally:
+        trainer.close()
+    error = raised.value
+    assert str(error) == 'training stopped at iteration 2: sensor unplugged'
+    assert (error.kind, error.iteration) == ('environment', 2)
+    assert isinstance(error.env_error, RuntimeError)
+    assert error.__cause__ is error.env_error
+    assert trainer.env.last_error is error.env_error
+
+
+def test_a_stale_environment_error_is_not_blamed(tmp_path):
+    config = TrainerConfig(root_dir=str(tmp_path),
+                           algorithm_ctor=_small_actor_critic,
+                           num_iterations=2, unroll_length=4)
+    env = TFPyEnvironment(ValueUnittestEnv(batch_size=2, episode_length=4))
+    env.last_error = ValueError('an old error from eager use')
+    trainer = OnPolicyTrainer(config, env=env)
+    try:
+        assert trainer.train()['iterations'] == 2
+        assert trainer.env is env and env.last_error is None
+    finally:
+        trainer.close()
 
 
 def test_eager_mode_trains(tmp_path):
