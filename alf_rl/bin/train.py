@@ -176,7 +176,7 @@ def _main(argv):
         raise app.UsageError('--root_dir is required')
     if not FLAGS.gin_file:
         raise app.UsageError('--gin_file is required')
-    from alf_rl.trainers.trainer import TrainingError
+    from alf_rl.trainers.errors import TrainingError
     from alf_rl.utils.checkpoint import CheckpointError
     _stop_on_first_interrupt()
     try:

@@ -1,6 +1,7 @@
 """Trainers: the training run around a driver."""
 
-from alf_rl.trainers.trainer import (EnvironmentStepError, NonFiniteLossError,
-                                     Trainer, TrainerConfig, TrainingError)
+from alf_rl.trainers.errors import (EnvironmentStepError, NonFiniteLossError,
+                                    TrainingError)
+from alf_rl.trainers.trainer import Trainer, TrainerConfig
 from alf_rl.trainers.on_policy_trainer import OnPolicyTrainer
 from alf_rl.trainers.off_policy_trainer import OffPolicyTrainer

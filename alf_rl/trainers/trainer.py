@@ -29,11 +29,10 @@ for the user.
 """
 
 import os
-import re
 import sys
 import threading
 import time
-from typing import Any, Callable, Dict, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Optional, Union
 
 import gin
 import numpy as np
@@ -42,6 +41,7 @@ import tensorflow as tf
 from alf_rl.drivers.evaluation_driver import EvaluationDriver
 from alf_rl.environments.tf_environment import TFEnvironment
 from alf_rl.environments.utils import create_environment
+from alf_rl.trainers.errors import EnvironmentStepError, training_error_from
 from alf_rl.utils import summary as summary_utils
 from alf_rl.utils.checkpoint import Checkpointer
 from alf_rl.utils.common import set_random_seed
@@ -196,168 +196,6 @@ class TrainerConfig(object):
                              "got %r" % (call_target_secs, ))
         self.iterations_per_call = iterations_per_call
         self.call_target_secs = float(call_target_secs)
-
-
-class TrainingError(RuntimeError):
-    """Training stopped: the run cannot go on.
-
-    ``str(error)`` is one line for the user; the fields say the same for
-    code. Subclasses: ``NonFiniteLossError``, ``EnvironmentStepError``.
-
-    Args:
-        message: the one-line message.
-        iteration: the (1-based) first iteration of the failed call.
-        last_iteration: its last iteration (``iteration`` when the call ran
-            one).
-
-    Attributes:
-        kind: ``'non_finite_loss'``, ``'environment'`` (subclasses) or
-            ``'training'``.
-        iteration, last_iteration, message: as given.
-    """
-
-    kind = 'training'
-
-    def __init__(self, message: str, iteration: int,
-                 last_iteration: Optional[int] = None):
-        super().__init__(message)
-        self.message = message
-        self.iteration = int(iteration)
-        self.last_iteration = int(iteration if last_iteration is None else
-                                  last_iteration)
-
-
-class NonFiniteLossError(TrainingError):
-    """A loss was NaN or Inf (``tf.debugging.check_numerics`` fired).
-
-    No checkpoint was written for the failed iteration.
-
-    Args:
-        message, iteration, last_iteration: see ``TrainingError``.
-        loss_name: the name in the check's ``"loss of <name> (...)"``
-            message: the algorithm's ``name`` (e.g. ``'PPOAlgorithm'``).
-        components: the loss components the check names (paths such as
-            ``'loss.pg_loss'``); ``()`` for the XLA checks, which see only
-            the total.
-        value: ``'NaN'`` or ``'Inf'`` (``None`` if the message says neither
-            in the usual form).
-        update_applied: True when the check ran after an XLA-compiled
-            update or iteration (XLA drops ``CheckNumerics``), so the
-            update with the bad loss was already applied.
-        detail: the check's message line, as TensorFlow reported it.
-    """
-
-    kind = 'non_finite_loss'
-
-    def __init__(self, message: str, iteration: int,
-                 last_iteration: Optional[int], loss_name: str,
-                 components: Tuple[str, ...], value: Optional[str],
-                 update_applied: bool, detail: str):
-        super().__init__(message, iteration, last_iteration)
-        self.loss_name = loss_name
-        self.components = tuple(components)
-        self.value = value
-        self.update_applied = bool(update_applied)
-        self.detail = detail
-
-
-class EnvironmentStepError(TrainingError):
-    """The environment's Python callback raised inside a compiled call.
-
-    Args:
-        message, iteration, last_iteration: see ``TrainingError``.
-        env_error: the exception the environment raised (also the
-            ``__cause__``), e.g. a ``ValueError`` naming an action outside
-            ``action_spec``.
-    """
-
-    kind = 'environment'
-
-    def __init__(self, message: str, iteration: int,
-                 last_iteration: Optional[int], env_error: BaseException):
-        super().__init__(message, iteration, last_iteration)
-        self.env_error = env_error
-
-
-# "loss of <name> (<what>) : Tensor had NaN values", as written by
-# ``Algorithm.train_complete`` (<what> = "components: a, b"), by the XLA
-# checks of the drivers ("XLA-compiled iteration") and of the off-policy
-# trainer ("XLA-compiled update").
-_LOSS_CHECK = re.compile(r'loss of (?P<name>\S+) \((?P<what>[^()]*)\)')
-_VALUE = re.compile(r'Tensor had (?P<value>NaN|Inf) values')
-
-
-def _parse_non_finite_loss(message: str) -> Optional[Dict[str, Any]]:
-    """Reads a ``check_numerics`` failure on a loss out of an error text.
-
-    The one place that knows the message format of the loss checks.
-
-    Args:
-        message: the text of a ``tf.errors.OpError`` (several lines for a
-            graph error: 'Graph execution error:', a stack, then the
-            check's line).
-
-    Returns:
-        ``None`` if ``message`` is not a non-finite-loss failure, else a
-        dict with the ``NonFiniteLossError`` fields ``loss_name``,
-        ``components``, ``value``, ``update_applied`` and ``detail``.
-    """
-    if 'loss of' not in message or not ('NaN' in message
-                                        or 'Inf' in message):
-        return None
-    detail = next((line.strip() for line in message.split('\n')
-                   if 'loss of' in line), message)
-    match = _LOSS_CHECK.search(detail)
-    what = match.group('what') if match else ''
-    components = ()
-    if what.startswith('components:'):
-        components = tuple(p.strip() for p in
-                           what[len('components:'):].split(',') if p.strip())
-    value = _VALUE.search(detail)
-    return {
-        'loss_name': match.group('name') if match else '',
-        'components': components,
-        'value': value.group('value') if value else None,
-        'update_applied': 'XLA' in message,
-        'detail': detail,
-    }
-
-
-def training_error_from(error: tf.errors.OpError, iteration: int,
-                        num_iterations: int = 1,
-                        env_error: Optional[BaseException] = None
-                        ) -> Optional[TrainingError]:
-    """The structured ``TrainingError`` for a failed training call.
-
-    Args:
-        error: what the compiled call raised.
-        iteration: the (1-based) first iteration of the call.
-        num_iterations: how many iterations the call was to run.
-        env_error: the environment's ``last_error`` (the Python exception
-            behind ``error`` when its callback raised), or None.
-
-    Returns:
-        An ``EnvironmentStepError`` when ``env_error`` is set, a
-        ``NonFiniteLossError`` when ``error`` is a loss check's failure,
-        else ``None`` (the caller re-raises ``error``).
-    """
-    last = iteration + num_iterations - 1
-    where = ("at iteration %d" % iteration if num_iterations == 1 else
-             "in iterations %d-%d" % (iteration, last))
-    if env_error is not None:
-        return EnvironmentStepError(
-            "training stopped %s: %s" % (where, env_error), iteration, last,
-            env_error)
-    message = getattr(error, 'message', str(error))
-    fields = _parse_non_finite_loss(message)
-    if fields is None:
-        return None
-    applied = ("the XLA-compiled update was already applied"
-               if fields['update_applied'] else "no update was applied")
-    return NonFiniteLossError(
-        "training stopped %s: non-finite loss (%s); %s and no checkpoint "
-        "was written for this iteration." %
-        (where, fields['detail'][:500], applied), iteration, last, **fields)
 
 
 def _build_env(source: EnvSource, seed: int, name: str) -> TFEnvironment:

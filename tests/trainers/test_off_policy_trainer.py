@@ -77,7 +77,7 @@ def test_jit_compiled_updates_train_and_stop_on_nan(tmp_path):
                    UNIFORM + ['TrainerConfig.jit_compile=True'])
     assert result['iterations'] == 4
     gin.clear_config()
-    from alf_rl.trainers.trainer import TrainingError
+    from alf_rl.trainers.errors import TrainingError
     with pytest.raises(TrainingError, match='non-finite loss'):
         train(str(tmp_path / 'b'), [EXAMPLE], UNIFORM + [
             'TrainerConfig.jit_compile=True',

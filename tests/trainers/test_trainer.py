@@ -16,8 +16,8 @@ from alf_rl.environments.suite_unittest import ValueUnittestEnv
 from alf_rl.environments.tf_environment import TFPyEnvironment
 from alf_rl.networks import ActorDistributionNetwork, ValueNetwork
 from alf_rl.trainers import OnPolicyTrainer, TrainerConfig
-from alf_rl.trainers.trainer import (EnvironmentStepError, NonFiniteLossError,
-                                     TrainingError, training_error_from)
+from alf_rl.trainers.errors import (EnvironmentStepError, NonFiniteLossError,
+                                    TrainingError, training_error_from)
 from alf_rl.utils.checkpoint import CheckpointError
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), '..', '..', 'examples',
