@@ -1,0 +1,636 @@
+"""Conformance of every algorithm class exported by ``alf_rl.algorithms``
+(Sonnet's module-conformance test, for algorithms).
+
+Each case builds one algorithm with tiny networks (one hidden layer of 8)
+on a tiny seeded environment: the copy-the-bit ``PolicyUnittestEnv`` (4
+envs, 5-step episodes; ``suite_unittest``) or, for one driver case, the
+in-graph ``suite_tf`` CartPole cut to 5-step episodes. It trains the way
+the trainers do: ``OnPolicyDriver.run()`` for on-policy methods,
+``alg.train(experience, ...)`` on a fixed batch of rolled-out experience
+for methods trained from replay (PPO included, as ``OffPolicyTrainer``
+trains it), ``train_complete`` on a fixed policy distribution for the
+standalone ``EntropyTargetAlgorithm``. Every case is checked for
+
+1. eager == compiled: two training iterations under the same seed, eagerly
+   (``use_tf_functions=False`` / plain ``alg.train``) and compiled (the
+   driver's ``tf.function`` / ``tf.function(alg.train, autograph=False)``
+   as ``OffPolicyTrainer`` does), give the same losses (every leaf of the
+   returned ``LossInfo``) and the same values of every variable (network
+   weights, target networks, counters, controllers, optimizer slots);
+2. checkpoint round trip: ``tf.train.Checkpoint(algorithm=...,
+   optimizers=[...])`` (what the trainer saves) restored into a freshly
+   built algorithm with another initialization gives identical variables
+   and consumes the whole checkpoint, and the next iteration of the
+   original and of the restored algorithm gives identical numbers;
+3. training steps: finite losses; ``get_optimizer_and_variable_sets()``
+   covers ``trainable_variables`` exactly once; no target network among
+   them; each optimizer's ``apply_gradients`` (spied, so whatever path the
+   update takes is what is checked) receives exactly its own variables,
+   each with a finite, non-zero gradient, in every iteration. Exceptions
+   are declared per case with the reason (TD3's delayed actor).
+
+A class newly exported from ``alf_rl.algorithms`` fails
+``test_every_exported_class_has_a_case`` until a case is added to ``CASES``.
+
+Tolerance of 1: ``|compiled - eager| <= 1e-6 + 1e-5 |eager|``, float32
+rounding. Grappler rewrites the compiled graph (MatMul+BiasAdd fusion,
+reordered reductions), so an op agrees to a few float32 ulps (eps = 1.2e-7)
+and two Adam steps keep variables within ~1e-7 relative. ``atol`` is for
+losses that cancel: PPO's ``approx_kl = mean((r - 1) - log r)`` is ~1e-3
+made of terms of order one, so one ulp of ``r`` is ~1e-5 of it. Observed
+(all cases): at most 2.4e-7 absolute (ulps of PPO's total loss, ~1.34),
+1.4e-8 on ``approx_kl``, at most 6e-7 relative on any other value above
+1e-3; 56-100% of the arrays of a case equal exactly. A real divergence
+(a Python side effect, a random draw not taken from the global generator,
+a state update that runs in one mode only) moves values by orders of
+magnitude more: a DQN target update skipped when compiled changes the
+second loss by 1e-2. The checkpoint round
+trip runs the same eager computation on restored values and is compared
+exactly.
+
+Cost: the eager and the compiled run of a case are made once and shared by
+the tests (``_train``, cached per module). The whole file takes ~45 s of
+CPU (~6 s of it importing TensorFlow), most of the rest tracing: about
+that wall time on 2 otherwise idle cores.
+"""
+
+import dataclasses
+import functools
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_probability as tfp
+import tf_keras
+
+import alf_rl.algorithms as algorithms
+from alf_rl.algorithms import (ActorCriticAlgorithm, ActorCriticLoss,
+                               Algorithm, DdpgAlgorithm, DqnAlgorithm,
+                               EntropyTargetAlgorithm, OffPolicyAlgorithm,
+                               OnPolicyAlgorithm, PPOAlgorithm, PPOLoss,
+                               RLAlgorithm, SacAlgorithm, SarsaAlgorithm,
+                               Td3Algorithm, TracAlgorithm, TrustedUpdater)
+from alf_rl.data_structures import (LossInfo, StepType, TrainingInfo,
+                                    namedtuple)
+from alf_rl.drivers import OnPolicyDriver
+from alf_rl.environments import suite_tf
+from alf_rl.networks import (ActorDistributionNetwork, ActorNetwork,
+                             CriticNetwork, Network, NormalProjectionNetwork,
+                             QNetwork, ValueNetwork)
+from alf_rl.utils.common import set_random_seed
+
+RTOL, ATOL = 1e-5, 1e-6
+HIDDEN = (8, )
+BATCH_SIZE = 4
+EPISODE_LENGTH = 5
+#: Training iterations of the eager and the compiled run.
+NUM_STEPS = 2
+
+# ------------------------------------------------------------------ networks
+
+
+def _actor_distribution(continuous: bool = False):
+    if not continuous:
+        return functools.partial(ActorDistributionNetwork,
+                                 fc_layer_params=HIDDEN)
+    # SAC's actor: a tanh-squashed normal with a state-dependent std.
+    return functools.partial(
+        ActorDistributionNetwork,
+        fc_layer_params=HIDDEN,
+        continuous_projection_net_ctor=functools.partial(
+            NormalProjectionNetwork, scale_distribution=True,
+            state_dependent_std=True))
+
+
+def _value():
+    return functools.partial(ValueNetwork, fc_layer_params=HIDDEN)
+
+
+def _actor():
+    return functools.partial(ActorNetwork, fc_layer_params=HIDDEN)
+
+
+def _critic():
+    return functools.partial(CriticNetwork, joint_fc_layer_params=HIDDEN)
+
+
+def _q():
+    return functools.partial(QNetwork, fc_layer_params=HIDDEN)
+
+
+def _adam():
+    return tf_keras.optimizers.Adam(1e-2)
+
+
+# ------------------------------------------------------------------ builders
+# A builder takes (observation_spec, action_spec) and returns
+# (algorithm, {role: optimizer}); a case's gradient exceptions name roles.
+
+
+def _a2c(obs, act, entropy_target: bool = False):
+    opt = _adam()
+    alg = ActorCriticAlgorithm(
+        obs, act,
+        actor_network_ctor=_actor_distribution(),
+        value_network_ctor=_value(),
+        loss=ActorCriticLoss(),
+        optimizer=opt,
+        entropy_target_ctor=functools.partial(
+            EntropyTargetAlgorithm, target_entropy=0.5)
+        if entropy_target else None)
+    return alg, {'all': opt}
+
+
+def _trac(obs, act):
+    # The wrapped A2C carries an entropy target: one case for both.
+    inner, roles = _a2c(obs, act, entropy_target=True)
+    return TracAlgorithm(ac_algorithm=inner, max_kl=0.01), roles
+
+
+def _ppo(obs, act):
+    opt = _adam()
+    alg = PPOAlgorithm(
+        obs, act,
+        actor_network_ctor=_actor_distribution(),
+        value_network_ctor=_value(),
+        loss=PPOLoss(),
+        optimizer=opt,
+        entropy_target_ctor=functools.partial(EntropyTargetAlgorithm,
+                                              target_entropy=0.5))
+    return alg, {'all': opt}
+
+
+def _ddpg(obs, act, cls=DdpgAlgorithm):
+    actor, critic = _adam(), _adam()
+    alg = cls(obs, act,
+              actor_network_ctor=_actor(),
+              critic_network_ctor=_critic(),
+              actor_optimizer=actor,
+              critic_optimizer=critic)
+    return alg, {'actor': actor, 'critic': critic}
+
+
+def _sac(obs, act, entropy_target: bool = False):
+    discrete = act.dtype.is_integer
+    actor, critic, alpha = _adam(), _adam(), _adam()
+    if entropy_target:
+        kwargs = dict(entropy_target_ctor=functools.partial(
+            EntropyTargetAlgorithm, initial_alpha=0.2, max_entropy=10.0))
+    else:
+        kwargs = dict(alpha_optimizer=alpha)
+    alg = SacAlgorithm(obs, act,
+                       actor_network_ctor=_actor_distribution(not discrete),
+                       critic_network_ctor=_q() if discrete else _critic(),
+                       actor_optimizer=actor,
+                       critic_optimizer=critic,
+                       **kwargs)
+    roles = {'actor': actor, 'critic': critic}
+    if not entropy_target:
+        roles['alpha'] = alpha
+    return alg, roles
+
+
+def _sarsa(obs, act):
+    actor, critic = _adam(), _adam()
+    # target_update_period=1: the target update runs in every compared
+    # iteration (and must match eagerly and compiled).
+    alg = SarsaAlgorithm(obs, act,
+                         actor_network_ctor=_actor(),
+                         critic_network_ctor=_critic(),
+                         actor_optimizer=actor,
+                         critic_optimizer=critic,
+                         target_update_period=1)
+    return alg, {'actor': actor, 'critic': critic}
+
+
+def _dqn(obs, act):
+    opt = _adam()
+    alg = DqnAlgorithm(obs, act, q_network_ctor=_q(), optimizer=opt,
+                       target_update_period=1, tau=0.5)
+    return alg, {'all': opt}
+
+
+def _entropy_target(obs, act):
+    del obs
+    # max_entropy=None: the first call estimates it; the entropies of
+    # ``_ENTROPY_TARGET_PROBS`` lie below the target, so later calls adjust.
+    return EntropyTargetAlgorithm(act, target_entropy=0.5), {}
+
+
+# ------------------------------------------------------------------ cases
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One configuration of one exported algorithm class.
+
+    Attributes:
+        name: pytest id.
+        cls: the exported class covered (``type`` of the built algorithm).
+        build: ``(observation_spec, action_spec) -> (algorithm, roles)``.
+        path: 'driver' (``OnPolicyDriver``), 'replay' (``alg.train`` on a
+            fixed batch) or 'loss' (``train_complete`` on a fixed
+            distribution: a sub-algorithm that can stand alone).
+        action_type: of ``PolicyUnittestEnv``: 'discrete' or 'continuous'.
+        tf_env: instead, this in-graph ``suite_tf`` environment (5-step
+            episodes), stepped without ``tf.numpy_function``.
+        length: T, the driver's ``train_interval`` or the length of the
+            replayed sequences.
+        train_kwargs: passed to ``alg.train`` ('replay').
+        updates_per_step: optimizer updates per iteration (epochs x
+            mini-batches of ``alg.train``).
+        target_networks: how many target networks the algorithm holds
+            (networks whose module name starts with 'target').
+        zero_gradients: ``{iteration: (optimizer role, reason)}``: in that
+            iteration (0-based) that role's optimizer is not applied, or
+            only with zero gradients. Every variable must still get a
+            non-zero gradient in some iteration.
+    """
+    name: str
+    cls: type
+    build: Callable[[Any, Any], Tuple[Algorithm, Dict[str, Any]]]
+    path: str
+    action_type: str = 'discrete'
+    tf_env: Optional[str] = None
+    length: int = 4
+    train_kwargs: Dict[str, Any] = dataclasses.field(default_factory=dict)
+    updates_per_step: int = 1
+    target_networks: int = 0
+    zero_gradients: Dict[int, Tuple[str, str]] = dataclasses.field(
+        default_factory=dict)
+
+
+# Two-step sequences, as SAC/DDPG/TD3/SARSA examples replay transitions.
+_PAIRS = dict(mini_batch_length=2)
+
+CASES = [
+    Case('a2c', ActorCriticAlgorithm, _a2c, 'driver', tf_env='CartPole-v1'),
+    Case('trac_a2c_entropy_target', TracAlgorithm, _trac, 'driver'),
+    # As ppo_cart_pole.gin: one-step rows (targets precomputed), several
+    # epochs of shuffled mini-batches: 16 sequences, 8 per update, 2 epochs.
+    Case('ppo_entropy_target', PPOAlgorithm, _ppo, 'replay',
+         train_kwargs=dict(num_updates=2, mini_batch_size=8,
+                           mini_batch_length=1), updates_per_step=4),
+    Case('ddpg', DdpgAlgorithm, _ddpg, 'replay', 'continuous',
+         train_kwargs=_PAIRS, target_networks=2),
+    Case('td3', Td3Algorithm, functools.partial(_ddpg, cls=Td3Algorithm),
+         'replay', 'continuous', train_kwargs=_PAIRS, target_networks=3,
+         zero_gradients={
+             0: ('actor', "TD3 delays the actor: it is updated on every "
+                 "actor_update_period(=2)-th update only")
+         }),
+    Case('sac_continuous', SacAlgorithm, _sac, 'replay', 'continuous',
+         train_kwargs=_PAIRS, target_networks=2),
+    Case('sac_discrete_entropy_target', SacAlgorithm,
+         functools.partial(_sac, entropy_target=True), 'replay', 'discrete',
+         train_kwargs=_PAIRS, target_networks=2),
+    Case('sarsa', SarsaAlgorithm, _sarsa, 'replay', 'continuous',
+         train_kwargs=_PAIRS, target_networks=1),
+    # Sequences of 4: DQN's n-step returns over the unroll's while loop.
+    Case('dqn', DqnAlgorithm, _dqn, 'replay', target_networks=1),
+    Case('entropy_target', EntropyTargetAlgorithm, _entropy_target, 'loss'),
+]
+
+#: Exported bases: they declare the interface and are trained only through
+#: a subclass (they have no ``rollout``/``train_step`` of their own).
+BASES = {Algorithm, RLAlgorithm, OffPolicyAlgorithm, OnPolicyAlgorithm}
+
+#: Exported parts that are not algorithms, with the case that runs them.
+COMPONENTS = {
+    ActorCriticLoss: 'a2c',
+    PPOLoss: 'ppo_entropy_target',
+    TrustedUpdater: 'trac_a2c_entropy_target',
+}
+
+
+def _exported_classes() -> set:
+    names = getattr(algorithms, '__all__', None)
+    if names is None:
+        names = [n for n in dir(algorithms) if not n.startswith('_')]
+    return {
+        getattr(algorithms, n)
+        for n in names if isinstance(getattr(algorithms, n), type)
+    }
+
+
+def test_every_exported_class_has_a_case():
+    exported = _exported_classes()
+    assert {SacAlgorithm, PPOLoss, Algorithm} <= exported  # discovery works
+    covered = {case.cls for case in CASES} | BASES | set(COMPONENTS)
+    missing = sorted(c.__name__ for c in exported - covered)
+    assert not missing, (
+        "alf_rl.algorithms exports %s without a conformance case: add a "
+        "Case to CASES (or COMPONENTS) in tests/algorithms/"
+        "test_conformance.py" % missing)
+    names = [case.name for case in CASES]
+    assert len(names) == len(set(names))
+    assert set(COMPONENTS.values()) <= set(names)
+
+
+# ------------------------------------------------------------------ running
+
+_PolicyInfo = namedtuple('_PolicyInfo', ['action_distribution'])
+
+#: P(action 0) of the standalone entropy target's i-th call.
+_ENTROPY_TARGET_PROBS = (0.9, 0.95, 0.8, 0.85)
+
+
+def _entropy_target_inputs(call: int) -> Tuple[tf.Tensor, tf.Tensor]:
+    """([T=3, B, 2] logits, [T, B] step types) of the ``call``-th call."""
+    p0 = _ENTROPY_TARGET_PROBS[call % len(_ENTROPY_TARGET_PROBS)]
+    logits = tf.broadcast_to(tf.math.log(tf.constant([p0, 1 - p0])),
+                             [3, BATCH_SIZE, 2])
+    step_type = tf.constant([[StepType.FIRST] * BATCH_SIZE,
+                             [StepType.MID] * BATCH_SIZE,
+                             [StepType.LAST] * BATCH_SIZE])
+    return logits, step_type
+
+
+def _entropy_target_step(alg, logits, step_type):
+    """``train_complete`` of the standalone entropy target on a categorical
+    policy with these [T, B, 2] ``logits``; returns the reduced loss."""
+    with tf.GradientTape() as tape:
+        tape.watch(logits)
+        dist = tfp.distributions.Categorical(logits=logits)
+    info = TrainingInfo(step_type=step_type, info=_PolicyInfo(dist))
+    return alg.train_complete(tape, info)[0]
+
+
+def _env(case: Case, env_factory):
+    """A fresh environment of the case, its observations seeded with 0."""
+    if case.tf_env:
+        return suite_tf.load(case.tf_env, BATCH_SIZE, seed=0,
+                             max_episode_steps=EPISODE_LENGTH)
+    return env_factory(case.action_type, BATCH_SIZE, EPISODE_LENGTH, seed=0)
+
+
+def _make(case: Case, env_factory, seed: int, for_training: bool = True):
+    """(env, algorithm, roles), the algorithm initialized from ``seed``;
+    ``for_training``: prepared for ``train`` as the trainer does it."""
+    set_random_seed(seed)
+    env = _env(case, env_factory)
+    alg, roles = case.build(env.observation_spec(), env.action_spec())
+    if case.path == 'replay' and for_training:
+        alg.prepare_off_policy_specs(env.batch_size)
+    return env, alg, roles
+
+
+class _Trainer(object):
+    """Runs training iterations of a case's algorithm, eagerly or compiled,
+    as the trainers do (on a freshly reset environment for 'driver')."""
+
+    def __init__(self, case: Case, env, alg, experience, compiled: bool,
+                 first_call: int = 0):
+        self._case, self._experience = case, experience
+        self._calls = first_call
+        if case.path == 'driver':
+            self._driver = OnPolicyDriver(env, alg,
+                                          train_interval=case.length,
+                                          use_tf_functions=compiled)
+            return
+        if case.path == 'replay':
+            alg.build_optimizers()
+            fn = functools.partial(alg.train, **case.train_kwargs)
+        else:
+            fn = functools.partial(_entropy_target_step, alg)
+        self._fn = tf.function(fn, autograph=False) if compiled else fn
+
+    def step(self) -> LossInfo:
+        """One iteration; returns the reduced ``LossInfo`` (scalars)."""
+        self._calls += 1
+        if self._case.path == 'driver':
+            return self._driver.run()
+        if self._case.path == 'replay':
+            return self._fn(self._experience)
+        return self._fn(*_entropy_target_inputs(self._calls - 1))
+
+
+def _optimizers(alg) -> list:
+    return [opt for opt, _ in alg.get_optimizer_and_variable_sets()]
+
+
+def _state_variables(alg) -> List[tf.Variable]:
+    """Every variable training changes: the algorithm's (networks, targets,
+    counters, controllers) and its optimizers' (iterations, slots)."""
+    variables = list(alg.variables)
+    for opt in _optimizers(alg):
+        opt_vars = opt.variables
+        variables.extend(opt_vars() if callable(opt_vars) else opt_vars)
+    return variables
+
+
+def _values(variables) -> List[np.ndarray]:
+    return [np.array(v.numpy()) for v in variables]
+
+
+def _loss_leaves(loss_info) -> List[np.ndarray]:
+    return [np.array(x) for x in tf.nest.flatten(loss_info)]
+
+
+@dataclasses.dataclass
+class _Run:
+    """A case trained ``NUM_STEPS`` iterations eagerly and compiled."""
+    env_factory: Callable
+    experience: Optional[Any]  # [B, T] Experience for 'replay'
+    eager_alg: Algorithm
+    roles: Dict[str, Any]
+    sets_before: list  # get_optimizer_and_variable_sets() before training
+    updates: List[list]  # per iteration: [(optimizer, grads_and_vars)]
+    eager: Tuple[list, list]  # (losses per iteration, variable values)
+    compiled: Tuple[list, list]
+
+
+@pytest.fixture(scope='module')
+def _runs():
+    return {}
+
+
+@pytest.fixture
+def run(_runs, policy_unittest_env, collect_experience,
+        spy_apply_gradients) -> Callable[[Case], _Run]:
+    """``run(case) -> _Run``, computed once per case for the module (the
+    tests read its snapshots; only the checkpoint test trains further)."""
+
+    def get(case: Case) -> _Run:
+        if case.name not in _runs:
+            _runs[case.name] = _train(case, policy_unittest_env,
+                                      collect_experience,
+                                      spy_apply_gradients)
+        return _runs[case.name]
+
+    return get
+
+
+def _train(case: Case, env_factory: Callable, collect_experience: Callable,
+           spy_apply_gradients: Callable) -> _Run:
+    """Trains ``NUM_STEPS`` iterations of two identically seeded instances
+    of the case, the first eagerly (its optimizer updates recorded), the
+    second compiled; snapshots losses and variables."""
+    experience = None
+    if case.path == 'replay':
+        # The fixed batch, rolled out by another instance of the case.
+        env, alg, _ = _make(case, env_factory, seed=100, for_training=False)
+        experience = tf.nest.map_structure(
+            tf.identity, collect_experience(alg, env, case.length))
+    results = []
+    for compiled in (False, True):
+        env, alg, roles = _make(case, env_factory, seed=1)
+        sets = [(o, list(vs))
+                for o, vs in alg.get_optimizer_and_variable_sets()]
+        calls = [] if compiled else spy_apply_gradients(_optimizers(alg))
+        trainer = _Trainer(case, env, alg, experience, compiled)
+        # Training draws random numbers from the global generator: both
+        # runs start from the same generator state.
+        set_random_seed(2)
+        losses, updates = [], []
+        for _ in range(NUM_STEPS):
+            losses.append(_loss_leaves(trainer.step()))
+            updates.append(list(calls))
+            del calls[:]
+        results.append((alg, roles, sets, updates,
+                        (losses, _values(_state_variables(alg)))))
+    (alg, roles, sets, updates, eager), compiled = results[0], results[1][4]
+    return _Run(env_factory, experience, alg, roles, sets, updates, eager,
+                compiled)
+
+
+# ------------------------------------------------------------------ tests
+
+
+@pytest.mark.parametrize('case', CASES, ids=lambda c: c.name)
+def test_eager_equals_compiled(case, run):
+    r = run(case)
+    (eager_losses, eager_values), (compiled_losses, compiled_values) = (
+        r.eager, r.compiled)
+    for step, (e, c) in enumerate(zip(eager_losses, compiled_losses)):
+        assert len(e) == len(c)
+        for x, y in zip(e, c):
+            np.testing.assert_allclose(y, x, rtol=RTOL, atol=ATOL,
+                                       err_msg='loss, iteration %d' % step)
+    names = [v.name for v in _state_variables(r.eager_alg)]
+    assert len(eager_values) == len(compiled_values) == len(names)
+    for name, x, y in zip(names, eager_values, compiled_values):
+        np.testing.assert_allclose(y, x, rtol=RTOL, atol=ATOL, err_msg=name)
+
+
+def _target_networks(alg) -> List[Network]:
+    """Networks whose module name starts with 'target' (the names the
+    algorithms give their target copies), outermost ones only."""
+    found = [
+        m for m in alg.submodules
+        if isinstance(m, Network) and m.name.startswith('target')
+    ]
+    inner = {id(s) for m in found for s in m.submodules}
+    return [m for m in found if id(m) not in inner]
+
+
+@pytest.mark.parametrize('case', CASES, ids=lambda c: c.name)
+def test_training_steps_reach_every_variable(case, run):
+    r = run(case)
+    alg = r.eager_alg
+    assert type(alg) is case.cls
+
+    # Every trainable variable is trained by exactly one optimizer.
+    trainable = alg.trainable_variables
+    trainable_refs = {v.ref() for v in trainable}
+    assert len(trainable) == len(trainable_refs)
+    assert all(v.trainable for v in trainable)
+    in_sets = [v.ref() for _, vs in r.sets_before for v in vs]
+    assert len(in_sets) == len(set(in_sets)), "a variable in two sets"
+    assert set(in_sets) == trainable_refs
+
+    # No target network is trained (and each is found).
+    targets = _target_networks(alg)
+    assert len(targets) == case.target_networks, [m.name for m in targets]
+    for target in targets:
+        assert target.variables, target.name
+        trained = [v.name for v in target.variables
+                   if v.ref() in trainable_refs]
+        assert not trained, (target.name, trained)
+
+    # Finite losses; each optimizer applied to exactly its own variables,
+    # each with a finite, non-zero gradient.
+    reached = set()
+    for step, (losses, calls) in enumerate(zip(r.eager[0], r.updates)):
+        assert all(np.all(np.isfinite(x)) for x in losses), step
+        gated_role, reason = case.zero_gradients.get(step, (None, ''))
+        for optimizer, variables in r.sets_before:
+            updates = [gv for o, gv in calls if o is optimizer]
+            if gated_role and optimizer is r.roles[gated_role]:
+                # Declared in the case, with the reason.
+                assert all(not np.any(g.numpy())
+                           for gv in updates for g, _ in gv), reason
+                continue
+            assert len(updates) == case.updates_per_step, (
+                step, variables[0].name, len(updates))
+            for grads_and_vars in updates:
+                assert [v.ref() for _, v in grads_and_vars] == [
+                    v.ref() for v in variables
+                ], "%s: an optimizer updated other variables than its " \
+                   "set" % variables[0].name
+                for g, v in grads_and_vars:
+                    assert g is not None, "no gradient for %s" % v.name
+                    g = tf.convert_to_tensor(g).numpy()
+                    assert np.all(np.isfinite(g)), v.name
+                    assert np.any(g != 0), "zero gradient for %s" % v.name
+                    reached.add(v.ref())
+    assert reached == trainable_refs
+
+    if case.path == 'loss':
+        # Standalone, the entropy target trains nothing itself: its loss
+        # carries the gradient into the policy's parameters, and alpha is
+        # moved by the controller, not by a gradient.
+        assert not trainable and not r.sets_before
+        assert not alg.log_alpha.trainable
+        logits, step_type = _entropy_target_inputs(0)
+        logits = tf.Variable(logits)
+        with tf.GradientTape() as tape:
+            loss = alg.calc_loss(
+                tfp.distributions.Categorical(logits=logits), step_type).loss
+            total = tf.reduce_sum(loss)
+        grad = tape.gradient(total, logits).numpy()
+        assert np.all(np.isfinite(grad)) and np.any(grad != 0)
+
+
+@pytest.mark.parametrize('case', CASES, ids=lambda c: c.name)
+def test_checkpoint_round_trip(case, run, tmp_path):
+    r = run(case)
+    alg = r.eager_alg  # trained NUM_STEPS iterations
+    saved = _values(_state_variables(alg))
+    path = tf.train.Checkpoint(algorithm=alg,
+                               optimizers=_optimizers(alg)).save(
+                                   str(tmp_path / 'ckpt'))
+
+    # A fresh algorithm with another initialization, its optimizer slots
+    # built before the restore as the trainers do.
+    _, other, _ = _make(case, r.env_factory, seed=7)
+    other.build_optimizers()
+    before = _values(_state_variables(other))
+    assert len(before) == len(saved)
+    assert any(not np.array_equal(b, s) for b, s in zip(before, saved))
+    tf.train.Checkpoint(algorithm=other,
+                        optimizers=_optimizers(other)).restore(
+                            path).assert_consumed()
+    for v, s in zip(_state_variables(other), saved):
+        np.testing.assert_array_equal(v.numpy(), s, err_msg=v.name)
+
+    # The next iteration of the original and of the restored algorithm,
+    # from the same generator state (and, for the driver, a freshly reset
+    # environment each).
+    nexts = []
+    for algorithm in (alg, other):
+        env = _env(case, r.env_factory)
+        trainer = _Trainer(case, env, algorithm, r.experience,
+                           compiled=False, first_call=NUM_STEPS)
+        set_random_seed(3)
+        loss = _loss_leaves(trainer.step())
+        nexts.append((loss, _state_variables(algorithm)))
+    (loss, variables), (other_loss, other_variables) = nexts
+    for x, y in zip(loss, other_loss):
+        np.testing.assert_array_equal(y, x)
+    for v, w in zip(variables, other_variables):
+        np.testing.assert_array_equal(w.numpy(), v.numpy(), err_msg=v.name)
+    # The step did train: something moved since the save.
+    assert any(not np.array_equal(v.numpy(), s)
+               for v, s in zip(variables, saved))
