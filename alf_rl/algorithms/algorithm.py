@@ -5,20 +5,55 @@ sub-algorithms (attributes that are ``Algorithm``s). It exposes three step
 functions (``predict`` for evaluation, ``rollout`` for collection, and
 ``train_step`` for off-policy recomputation), each taking ``[B, ...]`` inputs
 and a state nest and returning a ``PolicyStep``/``AlgStep``. Training goes
-through ``train_complete(tape, training_info)``, which calls ``calc_loss``
-inside the tape, reduces the loss over valid steps, computes gradients per
-optimizer, optionally clips them and applies them.
+through ``train_complete(tape, training_info)``: ``calc_loss`` inside the
+tape, then ``update_with_gradient`` (reduce the loss over valid steps,
+gradients per optimizer, optional clipping, apply), then ``after_train``.
+
+The contract a new method implements (what is called, when, with what):
+
+- ``rollout(time_step, state)``: one collection step. ``time_step`` is a
+  ``TimeStep`` of [B, ...] tensors already passed through
+  ``transform_timestep`` (reward shaping/normalization, observation
+  normalization); ``state`` has been reset to the initial state where
+  ``time_step.is_first()``. It runs inside a ``tf.while_loop`` (no Python
+  side effects, no ``.numpy()``, no summaries). On-policy, it runs under the
+  driver's tape and its ``info`` reaches ``calc_loss``.
+- ``predict(time_step, state)``: greedy step for evaluation/export.
+- ``train_step(experience, state)``: off-policy recomputation on one stored
+  ``Experience`` row; ``bootstrap_step`` (replay training) for the last row
+  of a sequence, which only provides targets.
+- ``calc_loss(training_info)``: per-step ``LossInfo`` from [T, B]
+  ``TrainingInfo``. In the on-policy driver's default final-step mode
+  (``'redo'``) it receives T + 1 rows: the last one only bootstraps and is
+  masked out of the mean; replay training likewise passes L rows of which
+  the last only bootstraps (unless ``last_row_only_bootstraps = False``).
+  ``LossInfo.extra`` is for summaries only.
+- ``after_train(training_info)``: state changes after the update (target
+  networks, controllers such as an entropy-target temperature, counters).
+- ``_should_apply(optimizer)``: gate an optimizer's update (TD3's delayed
+  actor). Replay-trained methods may also override ``calc_priority``
+  (prioritized replay) and ``continue_training`` (early stopping); see
+  ``alf_rl.algorithms.replay_training``.
+- Randomness: sample with stateless ops seeded by
+  ``alf_rl.utils.common.make_stateless_seed()`` (drawn from the global
+  ``tf.random.Generator``, which ``TrainerConfig.random_seed`` seeds), so
+  seeded runs give the same numbers eagerly and compiled.
 
 Optimizer ownership: variables of an algorithm, of its non-algorithm modules
 and of sub-algorithms without an optimizer of their own are trained by the
 algorithm's optimizer; a sub-algorithm with its own optimizer trains its own
-subtree. Attributes listed by ``_trainable_attributes_to_ignore()`` (target
-networks) are skipped.
+subtree. Target networks and their updaters (``TargetNetwork``,
+``PeriodicSoftUpdate`` of ``alf_rl.networks.target_network``) are skipped by
+type, whatever attribute holds them.
 """
+
+from typing import Any, Optional, Tuple, Union
 
 import tensorflow as tf
 
-from alf_rl.data_structures import LossInfo
+from alf_rl.data_structures import LossInfo, TrainingInfo
+from alf_rl.networks.target_network import PeriodicSoftUpdate, TargetNetwork
+from alf_rl.ops.masks import is_unset, reduce_loss_info
 from alf_rl.specs import zeros_from_spec
 from alf_rl.utils.nest import flatten_with_path
 
@@ -160,10 +195,6 @@ class Algorithm(tf.Module):
         del training_info
 
     # ------------------------------------------------------------ variables
-    def _trainable_attributes_to_ignore(self):
-        """Names of attributes whose variables are not trained (targets)."""
-        return []
-
     @property
     def optimizer(self):
         """This algorithm's own optimizer (or None)."""
@@ -191,15 +222,16 @@ class Algorithm(tf.Module):
     def _collect(self):
         """(own variables, [(optimizer, variables)] of subtrees with one)."""
         own, sets, visited = [], [], set()
-        ignore = set(self._trainable_attributes_to_ignore())
         for attr in sorted(vars(self)):
             # '_self_*' are tf.Module's own tracking lists (they reference
             # the same children again).
-            if (attr in ignore or attr.startswith('_self_') or attr in (
+            if (attr.startswith('_self_') or attr in (
                     '_optimizer', '_opt_var_sets', '_module_optimizers')):
                 continue
             value = vars(self)[attr]
             for leaf in _flatten_attribute(value):
+                if isinstance(leaf, (TargetNetwork, PeriodicSoftUpdate)):
+                    continue  # targets follow their networks; never trained
                 if isinstance(leaf, Algorithm):
                     if id(leaf) in visited:
                         continue
@@ -278,37 +310,91 @@ class Algorithm(tf.Module):
         return _unique(own + [v for _, vs in sets for v in vs])
 
     # ------------------------------------------------------------ training
-    def train_complete(self, tape, training_info, valid_masks=None,
-                       weight=1.0):
-        """Computes the loss inside ``tape``, then gradients, then updates.
+    def _should_apply(self, optimizer: Any) -> Union[bool, tf.Tensor]:
+        """Whether ``optimizer``'s update is applied in this update.
 
-        The per-step loss is averaged over valid steps only (``sum(loss *
-        mask) / max(sum(mask), 1)``); ``scalar_loss`` is added after the
-        reduction. A non-finite total loss stops training with an
-        ``InvalidArgumentError`` naming the loss before any update.
+        The gate of gated updates (TD3's delayed actor): return a scalar
+        bool tensor for an optimizer to compute and apply its gradients
+        only when it is true (inside a ``tf.cond``, so neither the gradient
+        nor the optimizer's step count advances otherwise). Called once per
+        optimizer per update, before ``after_train``; must not change
+        state. The default, Python ``True``, applies every update
+        unconditionally (no ``tf.cond`` in the graph).
+
+        Args:
+            optimizer: one of the optimizers of
+                ``get_optimizer_and_variable_sets()``.
+        Returns:
+            ``True`` or a bool scalar tensor.
+        """
+        del optimizer
+        return True
+
+    def train_complete(self,
+                       tape: tf.GradientTape,
+                       training_info: TrainingInfo,
+                       valid_masks: Optional[tf.Tensor] = None,
+                       weight: float = 1.0,
+                       per_step_loss_info: Optional[LossInfo] = None
+                       ) -> Tuple[LossInfo, list]:
+        """``calc_loss`` inside ``tape``, ``update_with_gradient``, then
+        ``after_train``.
 
         Args:
             tape: the ``tf.GradientTape`` under which the forward pass ran
                 (persistent when more than one optimizer is used).
             training_info: ``TrainingInfo`` with [T, B, ...] leaves.
-            valid_masks: [T, B] (or [B]) float mask of steps that count.
+            valid_masks: [T, B] float mask of steps that count (None: all).
+            weight: scalar multiplying the total loss.
+            per_step_loss_info: the per-step ``LossInfo`` if the caller
+                already ran ``calc_loss(training_info)`` under ``tape``
+                (replay training keeps it for ``calc_priority``); None to
+                compute it here.
+
+        Returns:
+            ``(loss_info, grads_and_vars)`` as ``update_with_gradient``.
+        """
+        if per_step_loss_info is None:
+            with tape:
+                per_step_loss_info = self.calc_loss(training_info)
+        result = self.update_with_gradient(tape, per_step_loss_info,
+                                           valid_masks, weight)
+        self.after_train(training_info)
+        return result
+
+    def update_with_gradient(self,
+                             tape: tf.GradientTape,
+                             loss_info: LossInfo,
+                             valid_masks: Optional[tf.Tensor] = None,
+                             weight: float = 1.0) -> Tuple[LossInfo, list]:
+        """Reduces per-step losses, then computes and applies gradients.
+
+        The per-step loss is averaged over valid steps only (``sum(loss *
+        mask) / max(sum(mask), 1)``); ``scalar_loss`` is added after the
+        reduction. A non-finite total loss stops training with an
+        ``InvalidArgumentError`` naming the loss before any update. Each
+        optimizer's gradients are clipped (if configured) and applied, under
+        ``_should_apply``'s gate.
+
+        Args:
+            tape: the tape that recorded the forward pass and ``loss_info``.
+            loss_info: per-step ``LossInfo`` ([T, B] leaves) from
+                ``calc_loss``.
+            valid_masks: [T, B] float mask of steps that count (None: all).
             weight: scalar multiplying the total loss.
 
         Returns:
             ``(loss_info, grads_and_vars)``: ``loss_info`` with scalar
-            ``loss``/``extra`` leaves; ``grads_and_vars`` the clipped
-            gradients actually applied.
+            ``loss``/``extra`` leaves, ``loss`` the weighted total;
+            ``grads_and_vars`` the clipped gradients (zeros for a gated
+            optimizer whose update was skipped).
         """
         with tape:
-            loss_info = self.calc_loss(training_info)
-            # Kept for callers in the same graph (e.g. per-sample
-            # priorities for prioritized replay).
-            self.last_per_step_loss_info = loss_info
             loss_info = reduce_loss_info(loss_info, valid_masks)
             total = tf.zeros(())
-            if not _is_empty(loss_info.loss):
+            if not is_unset(loss_info.loss):
                 total += loss_info.loss
-            if not _is_empty(loss_info.scalar_loss):
+            if not is_unset(loss_info.scalar_loss):
                 total += loss_info.scalar_loss
             total = tf.debugging.check_numerics(
                 total * weight, "loss of %s (components: %s)" %
@@ -316,14 +402,35 @@ class Algorithm(tf.Module):
                     loss_info.extra, 'loss'))))
         all_grads_and_vars = []
         for optimizer, variables in self.get_optimizer_and_variable_sets():
+            gate = self._should_apply(optimizer)
+            if gate is True:
+                all_grads_and_vars.extend(
+                    self._apply_gradients(tape, total, optimizer, variables))
+                continue
+            # Which variables get a gradient is known at trace time: both
+            # branches return gradients for the same variables.
             grads = tape.gradient(total, variables)
-            grads_and_vars = [(g, v) for g, v in zip(grads, variables)
-                              if g is not None]
-            grads_and_vars = self._clip(grads_and_vars)
-            optimizer.apply_gradients(grads_and_vars)
-            all_grads_and_vars.extend(grads_and_vars)
-        self.after_train(training_info)
+            with_grad = [v for g, v in zip(grads, variables) if g is not None]
+
+            def _update(optimizer=optimizer, variables=with_grad):
+                return [g for g, _ in self._apply_gradients(
+                    tape, total, optimizer, variables)]
+
+            def _skip(variables=with_grad):
+                return [tf.zeros_like(v) for v in variables]
+
+            gated = tf.cond(tf.convert_to_tensor(gate), _update, _skip)
+            all_grads_and_vars.extend(zip(gated, with_grad))
         return loss_info._replace(loss=total), all_grads_and_vars
+
+    def _apply_gradients(self, tape, total, optimizer, variables):
+        """Gradients of ``total`` (None ones dropped), clipped, applied."""
+        grads = tape.gradient(total, variables)
+        grads_and_vars = [(g, v) for g, v in zip(grads, variables)
+                          if g is not None]
+        grads_and_vars = self._clip(grads_and_vars)
+        optimizer.apply_gradients(grads_and_vars)
+        return grads_and_vars
 
     def _clip(self, grads_and_vars):
         if self._gradient_clipping is None or not grads_and_vars:
@@ -354,53 +461,3 @@ def _unique(variables):
             seen.add(v.ref())
             result.append(v)
     return result
-
-
-def _is_empty(x):
-    return isinstance(x, tuple) and x == ()
-
-
-def masked_mean(x, mask):
-    """Mean of ``x`` over entries where ``mask`` is 1.
-
-    Args:
-        x: [T, B] or [B] float32; lower-rank tensors are returned averaged.
-        mask: same leading shape as ``x`` float32, or None for a plain mean.
-    Returns:
-        [] float32; 0 when the mask is all zero.
-    """
-    x = tf.convert_to_tensor(x)
-    if x.shape.rank == 0:
-        return x
-    if mask is None:
-        return tf.reduce_mean(x)
-    mask = tf.cast(mask, x.dtype)
-    if mask.shape.rank != x.shape.rank:
-        # e.g. a [B] loss with a [T, B] mask: use the last row's mask.
-        if mask.shape.rank > x.shape.rank:
-            mask = mask[-1]
-        else:
-            return tf.reduce_mean(x)
-    return tf.reduce_sum(x * mask) / tf.maximum(tf.reduce_sum(mask), 1.0)
-
-
-def reduce_loss_info(loss_info, valid_masks):
-    """Averages every per-step leaf of a ``LossInfo`` over valid steps.
-
-    Args:
-        loss_info: ``LossInfo`` with [T, B] or [B] leaves.
-        valid_masks: [T, B] or [B] mask, or None.
-    Returns:
-        ``LossInfo`` with [] leaves.
-    """
-    loss = (loss_info.loss if _is_empty(loss_info.loss) else masked_mean(
-        loss_info.loss, valid_masks))
-    scalar = loss_info.scalar_loss
-    if not _is_empty(scalar):
-        scalar = tf.convert_to_tensor(scalar)
-        if scalar.shape.rank != 0:
-            raise ValueError("LossInfo.scalar_loss must be a scalar, got "
-                             "shape %s" % scalar.shape)
-    extra = tf.nest.map_structure(lambda e: masked_mean(e, valid_masks),
-                                  loss_info.extra)
-    return LossInfo(loss=loss, scalar_loss=scalar, extra=extra)

@@ -6,9 +6,12 @@ stored experience, so the same algorithm can also be trained from a replay
 buffer (off-policy actor-critic, PPO's mini-batch epochs).
 """
 
-from alf_rl.algorithms.off_policy_algorithm import ReplayTrainingMixin
+from typing import Any
+
+from alf_rl.algorithms.replay_training import ReplayTrainingMixin
 from alf_rl.algorithms.rl_algorithm import RLAlgorithm
-from alf_rl.data_structures import experience_to_time_step
+from alf_rl.data_structures import (Experience, PolicyStep,
+                                    experience_to_time_step)
 
 
 class OnPolicyAlgorithm(ReplayTrainingMixin, RLAlgorithm):
@@ -24,12 +27,15 @@ class OnPolicyAlgorithm(ReplayTrainingMixin, RLAlgorithm):
         **kwargs: passed to ``RLAlgorithm``.
     """
 
-    def __init__(self, observation_spec, action_spec, use_rollout_state=False,
-                 **kwargs):
-        super().__init__(observation_spec, action_spec, **kwargs)
-        self._use_rollout_state = bool(use_rollout_state)
+    def __init__(self,
+                 observation_spec: Any,
+                 action_spec: Any,
+                 use_rollout_state: bool = False,
+                 **kwargs: Any):
+        super().__init__(observation_spec, action_spec,
+                         use_rollout_state=use_rollout_state, **kwargs)
 
-    def train_step(self, experience, state):
+    def train_step(self, experience: Experience, state: Any) -> PolicyStep:
         """``rollout`` on the ``TimeStep`` part of ``experience``.
 
         Args:

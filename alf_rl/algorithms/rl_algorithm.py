@@ -5,9 +5,12 @@ observation transformers, applied identically at rollout and at replay) and
 the default LAST-step masking of ``train_complete``.
 """
 
+from typing import Optional, Tuple
+
 import tensorflow as tf
 
 from alf_rl.algorithms.algorithm import Algorithm
+from alf_rl.data_structures import LossInfo, TrainingInfo
 from alf_rl.specs import time_step_spec
 from alf_rl.utils.common import valid_step_mask
 
@@ -77,6 +80,13 @@ class RLAlgorithm(Algorithm):
         """``TimeStep`` spec (no batch dim)."""
         return time_step_spec(self._observation_spec, self._action_spec)
 
+    @property
+    def use_rollout_state(self) -> bool:
+        """Whether stored experience carries the rollout state (RNN
+        policies trained from replay). False here; replay-trained
+        algorithms (``ReplayTrainingMixin``) make it a setting."""
+        return False
+
     def env_action(self, action):
         """The action the environment is stepped with, for an action that
         ``rollout`` returned.
@@ -114,7 +124,7 @@ class RLAlgorithm(Algorithm):
             reward = self._reward_shaping_fn(reward)
         if self._reward_normalizer is not None:
             if update_normalizers:
-                if getattr(self._reward_normalizer, 'uses_step_type', False):
+                if self._reward_normalizer.uses_step_type:
                     self._reward_normalizer.update(
                         reward, step_type=time_step.step_type)
                 else:
@@ -133,8 +143,13 @@ class RLAlgorithm(Algorithm):
                 observation, outer_rank)
         return time_step._replace(reward=reward, observation=observation)
 
-    def train_complete(self, tape, training_info, valid_masks=None,
-                       weight=1.0):
+    def train_complete(self,
+                       tape: tf.GradientTape,
+                       training_info: TrainingInfo,
+                       valid_masks: Optional[tf.Tensor] = None,
+                       weight: float = 1.0,
+                       per_step_loss_info: Optional[LossInfo] = None
+                       ) -> Tuple[LossInfo, list]:
         """``Algorithm.train_complete`` with LAST steps masked by default.
 
         Args:
@@ -142,10 +157,11 @@ class RLAlgorithm(Algorithm):
             training_info: ``TrainingInfo`` with [T, B, ...] leaves.
             valid_masks: [T, B] float mask; defaults to ``step_type != LAST``.
             weight: scalar loss weight.
+            per_step_loss_info: as ``Algorithm.train_complete``.
         Returns:
             ``(loss_info, grads_and_vars)``.
         """
         if valid_masks is None:
             valid_masks = valid_step_mask(training_info.step_type)
         return super().train_complete(tape, training_info, valid_masks,
-                                      weight)
+                                      weight, per_step_loss_info)

@@ -85,8 +85,7 @@ class Driver(object):
         self._observers = list(self._metrics) + list(observers)
         self._exp_observers = list(exp_observers)
         self._use_tf_functions = use_tf_functions
-        self._jit_compile = bool(jit_compile) and getattr(
-            env, 'in_graph', False)
+        self._jit_compile = bool(jit_compile) and env.in_graph
         self._time_step = None
         self._policy_state = None
         self._rollout_fn = None
@@ -248,7 +247,7 @@ class Driver(object):
     def _observe_experience(self, time_step, policy_step, state):
         if not self._exp_observers:
             return
-        use_state = getattr(self._algorithm, 'use_rollout_state', False)
+        use_state = self._algorithm.use_rollout_state
         exp = make_experience(
             time_step,
             policy_step._replace(

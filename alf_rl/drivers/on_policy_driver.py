@@ -24,6 +24,7 @@ obtained for bootstrapping:
 
 import tensorflow as tf
 
+from alf_rl.algorithms.unroll import training_info_spec, unroll
 from alf_rl.data_structures import TrainingInfo
 from alf_rl.drivers.driver import Driver, check_policy_step
 from alf_rl.ops import distributions as dist_ops
@@ -156,49 +157,36 @@ class OnPolicyDriver(Driver):
 
     def _run_iteration(self, time_step, policy_state):
         self._num_traces += 1  # Python side effect: counts traces only
-        num_rows = self._train_interval + (0 if self._final_step_mode == 'none'
-                                           else 1)
-        spec = TrainingInfo(action=self._algorithm.action_spec,
-                            step_type=tf.TensorSpec((), tf.int32),
-                            reward=tf.TensorSpec((), tf.float32),
-                            discount=tf.TensorSpec((), tf.float32),
-                            info=self._param_info_spec,
-                            env_id=tf.TensorSpec((), tf.int32))
-        tensor_arrays = tf.nest.map_structure(
-            lambda s: tf.TensorArray(s.dtype,
-                                     size=num_rows,
-                                     element_shape=[self._batch_size] +
-                                     s.shape.as_list()), spec)
 
-        def _body(t, time_step, policy_state, tensor_arrays):
+        def _row(t, carry):
+            time_step, policy_state = carry
             policy_step, info = self._training_step(time_step, policy_state)
-            next_time_step = self._env_step(policy_step.action)
-            tensor_arrays = tf.nest.map_structure(lambda ta, x: ta.write(t, x),
-                                                  tensor_arrays, info)
-            return t + 1, next_time_step, policy_step.state, tensor_arrays
+            return (self._env_step(policy_step.action),
+                    policy_step.state), info
+
+        def _final_row(carry):
+            # In 'redo' mode this step starts the next iteration again;
+            # only 'skip' executes it, so only then it is counted now.
+            time_step, policy_state = carry
+            skip = self._final_step_mode == 'skip'
+            policy_step, info = self._training_step(
+                time_step, policy_state, update_normalizers=skip)
+            if skip:
+                return (self._env_step(policy_step.action),
+                        policy_step.state), info
+            return carry, info
 
         with tf.GradientTape(watch_accessed_variables=False,
                              persistent=self._persistent_tape) as tape:
             tape.watch(self._variables)
-            _, time_step, policy_state, tensor_arrays = tf.while_loop(
-                lambda t, *_: t < self._train_interval,
-                _body, (tf.constant(0), time_step, policy_state,
-                        tensor_arrays),
-                maximum_iterations=self._train_interval)
-            if self._final_step_mode != 'none':
-                # In 'redo' mode this step starts the next iteration again;
-                # only 'skip' executes it, so only then it is counted now.
-                policy_step, info = self._training_step(
-                    time_step, policy_state,
-                    update_normalizers=self._final_step_mode == 'skip')
-                tensor_arrays = tf.nest.map_structure(
-                    lambda ta, x: ta.write(self._train_interval, x),
-                    tensor_arrays, info)
-                if self._final_step_mode == 'skip':
-                    time_step = self._env_step(policy_step.action)
-                    policy_state = policy_step.state
-            stacked = tf.nest.map_structure(lambda ta: ta.stack(),
-                                            tensor_arrays)
+            (time_step, policy_state), stacked = unroll(
+                _row, (time_step, policy_state),
+                num_rows=self._train_interval,
+                row_spec=training_info_spec(self._algorithm.action_spec,
+                                            self._param_info_spec),
+                batch_size=self._batch_size,
+                final_row_fn=(None if self._final_step_mode == 'none' else
+                              _final_row))
             training_info = stacked._replace(
                 info=dist_ops.params_to_distributions(stacked.info,
                                                       self._info_spec))

@@ -15,6 +15,8 @@ The replay buffer is part of the checkpoint, so a resumed run keeps its data.
 import gin
 import tensorflow as tf
 
+from alf_rl.algorithms.replay_training import (ReplayTrainingMixin,
+                                               check_mini_batches)
 from alf_rl.drivers.off_policy_driver import SyncOffPolicyDriver
 from alf_rl.replay import (OnetimeExperienceReplayer,
                            SyncUniformExperienceReplayer)
@@ -36,10 +38,9 @@ class OffPolicyTrainer(Trainer):
     def _create_driver(self):
         c = self._config
         batch_size = self._env.batch_size
-        if not hasattr(self._algorithm, 'prepare_off_policy_specs'):
-            raise ValueError("%s cannot be trained from replay: it has no "
-                             "prepare_off_policy_specs (use an "
-                             "OffPolicyAlgorithm or OnPolicyAlgorithm)" %
+        if not isinstance(self._algorithm, ReplayTrainingMixin):
+            raise ValueError("%s cannot be trained from replay: it is not "
+                             "an OffPolicyAlgorithm or OnPolicyAlgorithm" %
                              type(self._algorithm).__name__)
         exp_spec = self._algorithm.prepare_off_policy_specs(batch_size)
         if c.clear_replay_buffer:
@@ -71,37 +72,40 @@ class OffPolicyTrainer(Trainer):
 
     def _check_batch_sizes(self, batch_size):
         c = self._config
-        length = c.mini_batch_length or (c.unroll_length
-                                         if c.clear_replay_buffer else 2)
-        if length < 2 and getattr(self._algorithm,
-                                  'last_row_only_bootstraps', True):
-            raise ValueError("TrainerConfig.mini_batch_length must be >= 2 "
-                             "(the last step of a sequence only "
-                             "bootstraps), got %d" % length)
-        self._check_recurrent_setting(length)
+        bootstraps = self._algorithm.last_row_only_bootstraps
         if c.clear_replay_buffer:
-            if c.unroll_length % length:
-                raise ValueError(
-                    "TrainerConfig.unroll_length %d must be a multiple of "
-                    "mini_batch_length %d" % (c.unroll_length, length))
-            sequences = batch_size * c.unroll_length // length
-            if c.mini_batch_size and c.mini_batch_size > sequences:
-                raise ValueError(
-                    "TrainerConfig.mini_batch_size %d is larger than what one "
-                    "iteration collects: %d envs x %d steps = %d sequences "
-                    "of length %d" % (c.mini_batch_size, batch_size,
-                                      c.unroll_length, sequences, length))
+            # Exactly what one iteration collects, cut into mini-batches.
+            length = check_mini_batches(
+                batch_size, c.unroll_length, c.mini_batch_size,
+                c.mini_batch_length, bootstraps,
+                what='what one iteration collects', prefix='TrainerConfig.',
+                length_name='unroll_length').mini_batch_length
         else:
+            length = c.mini_batch_length or 2
+            if not c.mini_batch_size:
+                raise ValueError("TrainerConfig.mini_batch_size is required "
+                                 "for replay-buffer training")
+            # Sampled batches hold mini_batch_size sequences of length L.
+            check_mini_batches(c.mini_batch_size, length, None, None,
+                               bootstraps, prefix='TrainerConfig.')
             per_env = c.replay_buffer_capacity // batch_size
             if length > per_env:
                 raise ValueError(
                     "mini_batch_length %d exceeds the replay buffer's %d "
                     "steps per environment (capacity %d over %d envs)" %
                     (length, per_env, c.replay_buffer_capacity, batch_size))
-            if not c.mini_batch_size:
-                raise ValueError("TrainerConfig.mini_batch_size is required "
-                                 "for replay-buffer training")
+            if c.prioritized_replay and not self._gives_priorities():
+                raise ValueError(
+                    "TrainerConfig.prioritized_replay needs %s.calc_priority "
+                    "to return priorities (e.g. mix in TDErrorPriority); it "
+                    "returns None" % type(self._algorithm).__name__)
+        self._check_recurrent_setting(length)
         self._mini_batch_length = length
+
+    def _gives_priorities(self):
+        """Whether the algorithm overrides ``calc_priority``."""
+        return (type(self._algorithm).calc_priority is not
+                ReplayTrainingMixin.calc_priority)
 
     def _check_recurrent_setting(self, length):
         """Recurrent networks need their state carried into training."""
@@ -111,7 +115,7 @@ class OffPolicyTrainer(Trainer):
             return
         name = type(alg).__name__
         shapes = [s.shape.as_list() for s in state]
-        if not getattr(alg, 'use_rollout_state', False):
+        if not alg.use_rollout_state:
             raise ValueError(
                 "%s has recurrent state (train_state_spec shapes %s) but "
                 "use_rollout_state=False: replayed sequences would start "
@@ -174,17 +178,10 @@ class OffPolicyTrainer(Trainer):
 
     def _update(self, experience, sample_weights=None):
         """One ``algorithm.train`` call; returns (loss_info, priorities)."""
-        loss_info = self._algorithm.train(experience,
-                                          sample_weights=sample_weights)
         if sample_weights is None:
-            return loss_info, ()
-        priorities = self._algorithm.last_priorities
-        if priorities is None:
-            raise ValueError(
-                "prioritized_replay needs %s.calc_loss to report a per-step "
-                "'td_error' in LossInfo.extra" %
-                type(self._algorithm).__name__)
-        return loss_info, priorities
+            return self._algorithm.train(experience), ()
+        return self._algorithm.train_with_priority(
+            experience, sample_weights=sample_weights)
 
     def _train_iterations(self, num_iterations):
         c = self._config
@@ -197,5 +194,4 @@ class OffPolicyTrainer(Trainer):
             stop_fn=self._stop_condition)
 
     def _restored_replay_data(self):
-        buffer = getattr(self._replayer, 'buffer', None)
-        return buffer is not None and int(buffer.total_size) > 0
+        return int(self._replayer.buffer.total_size) > 0

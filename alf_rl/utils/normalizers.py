@@ -20,11 +20,17 @@ from alf_rl.utils.nest import Nest, check_nest_matches_spec
 class _Normalizer(tf.Module):
     """Shared machinery: per-leaf mean/variance variables and normalize().
 
+    ``uses_step_type`` (a class attribute) declares whether ``update``
+    takes the [B] or [B, T] step types (``update(x, step_type=...)``):
+    ``RLAlgorithm`` passes them only to normalizers that declare it.
+
     Args:
         tensor_spec: nest of ``tf.TensorSpec`` of one element (no batch).
         clip_value: if > 0, clip normalized values to [-clip, clip].
         epsilon: added to the variance before the square root.
     """
+
+    uses_step_type = False
 
     def __init__(self, tensor_spec: Nest, clip_value: float = 0.0,
                  epsilon: float = 1e-8, name: str = 'Normalizer'):

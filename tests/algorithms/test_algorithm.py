@@ -5,8 +5,9 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
-from alf_rl.algorithms.algorithm import Algorithm, masked_mean
+from alf_rl.algorithms.algorithm import Algorithm
 from alf_rl.data_structures import AlgStep, LossInfo, TrainingInfo
+from alf_rl.networks.target_network import PeriodicSoftUpdate, TargetNetwork
 
 
 class _Leaf(Algorithm):
@@ -28,10 +29,20 @@ class _Parent(Algorithm):
         self.children = children
         self.dense = tf_keras.layers.Dense(2)
         self.dense.build([None, 3])
-        self.target = tf.Variable(0.0)
+        # Skipped by type, whatever the attribute's name.
+        self.any_name = TargetNetwork(_Net(), name='target_net')
+        self.updater = PeriodicSoftUpdate(self.any_name.variables,
+                                          _Net().variables)
 
-    def _trainable_attributes_to_ignore(self):
-        return ['target']
+
+class _Net(tf.Module):
+
+    def __init__(self, name='net'):
+        super().__init__(name=name)
+        self.v = tf.Variable(1.0, name=name + '_v')
+
+    def copy(self, name=None):
+        return _Net(name or self.name)
 
 
 def test_variables_gathered_once_and_by_owner():
@@ -45,7 +56,7 @@ def test_variables_gathered_once_and_by_owner():
     names0 = sorted(v.name for v in sets[0][1])
     assert names0 == sorted(['Leaf_w:0'] + [v.name for v in parent.dense.trainable_variables])
     assert [v.name for v in sets[1][1]] == ['Owner_w:0']
-    # target variable ignored, no duplicates
+    # target network and updater ignored, no duplicates
     all_vars = parent.trainable_variables
     assert len(all_vars) == len({v.ref() for v in all_vars}) == 4
 
@@ -62,13 +73,6 @@ def test_variable_with_two_optimizers_is_rejected():
     parent.extra = leaf.w  # the same variable also owned by the parent
     with pytest.raises(ValueError, match='two optimizers'):
         parent.get_optimizer_and_variable_sets()
-
-
-def test_masked_mean_divides_by_valid_count():
-    x = tf.constant([[1.0, 2.0], [3.0, 100.0]])
-    mask = tf.constant([[1.0, 1.0], [1.0, 0.0]])
-    assert float(masked_mean(x, mask)) == pytest.approx(2.0)
-    assert float(masked_mean(x, tf.zeros_like(mask))) == 0.0
 
 
 def test_train_complete_applies_gradient_and_clips():
@@ -93,3 +97,51 @@ def test_nan_loss_stops_before_the_update():
     with pytest.raises(tf.errors.InvalidArgumentError, match='loss of Leaf'):
         leaf.train_complete(tape, TrainingInfo(info=step.info))
     assert float(leaf.w) == 1.0
+
+
+class _Gated(Algorithm):
+    """Two leaves with their own optimizers; the second is gated."""
+
+    def __init__(self):
+        super().__init__(name='Gated')
+        self.a = _Leaf(3.0, optimizer=tf_keras.optimizers.SGD(1.0), name='A')
+        self.b = _Leaf(3.0, optimizer=tf_keras.optimizers.SGD(1.0), name='B')
+        self.open = tf.Variable(False, trainable=False)
+        self.after = tf.Variable(0, trainable=False)
+
+    def train_step(self, inputs, state):
+        la = self.a.train_step(inputs, state).info.loss
+        lb = self.b.train_step(inputs, state).info.loss
+        return AlgStep(output=(), state=state, info=LossInfo(loss=la + lb))
+
+    def _should_apply(self, optimizer):
+        return True if optimizer is self.a.optimizer else self.open
+
+    def after_train(self, training_info):
+        self.after.assign_add(1)
+
+
+@pytest.mark.parametrize('compiled', [False, True])
+def test_should_apply_gates_one_optimizer(compiled):
+    alg = _Gated()
+    x = tf.constant([[1.0]])
+
+    def _update():
+        with tf.GradientTape(persistent=True) as tape:
+            step = alg.train_step(x, ())
+        return alg.train_complete(tape, TrainingInfo(info=step.info))
+
+    update = tf.function(_update, autograph=False) if compiled else _update
+    _, grads_and_vars = update()
+    # d/dw (w - 1)^2 = 4 for both; only A moves, B's step is skipped and
+    # reported as a zero gradient; B's optimizer did not count a step.
+    # (A's set comes first: sub-algorithms are gathered by attribute name.)
+    assert [float(g) for g, _ in grads_and_vars] == [pytest.approx(4.0), 0.0]
+    assert float(alg.a.w) == pytest.approx(-1.0)
+    assert float(alg.b.w) == 3.0
+    assert int(alg.b.optimizer.iterations) == 0
+    alg.open.assign(True)
+    update()
+    assert float(alg.b.w) == pytest.approx(-1.0)
+    assert int(alg.b.optimizer.iterations) == 1
+    assert int(alg.after) == 2  # after_train runs after every update

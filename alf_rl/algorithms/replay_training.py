@@ -1,0 +1,474 @@
+"""Training from stored experience: ``ReplayTrainingMixin``.
+
+Mixed into ``OffPolicyAlgorithm`` and ``OnPolicyAlgorithm`` (so an
+actor-critic can also be trained from a replay buffer, and PPO trains epochs
+of mini-batches over what one iteration collected).
+
+``train`` takes a batch-major ``Experience`` ``[B, T, ...]`` (sampled
+sequences, or everything one iteration collected), applies
+``transform_timestep`` and ``preprocess_experience``, cuts it into
+mini-batches of sequences, and for each mini-batch unrolls ``train_step``
+over time (``alf_rl.algorithms.unroll``, shared with ``OnPolicyDriver``)
+under a ``GradientTape``, computes ``calc_loss`` there (kept for
+``calc_priority``) and hands it to ``train_complete``. Experience stays
+batch-major until a mini-batch is gathered (sequences are shuffled along
+B); each mini-batch is transposed to time-major ``[L, b, ...]`` once.
+
+The last row of every sequence only bootstraps the rows before it: it runs
+``bootstrap_step`` and is masked, as are LAST steps. Algorithms whose
+targets are all computed beforehand in ``preprocess_experience`` (PPO) set
+``last_row_only_bootstraps = False``: then every row is trained and
+sequences may be one step long.
+
+Declared hooks a method may override: ``bootstrap_step``,
+``calc_priority`` (prioritized replay), ``continue_training`` (early stop).
+"""
+
+from typing import Any, NamedTuple, Optional, Tuple
+
+import tensorflow as tf
+
+from alf_rl.algorithms.unroll import training_info_spec, unroll
+from alf_rl.data_structures import Experience, LossInfo, TrainingInfo
+from alf_rl.ops import distributions as dist_ops
+from alf_rl.specs import add_outer_dims, time_step_spec
+from alf_rl.utils.common import (loop_traced_once, make_stateless_seed,
+                                 reset_state_if_necessary, trace_outputs,
+                                 valid_step_mask)
+
+
+class MiniBatchShape(NamedTuple):
+    """How a batch of experience is cut into mini-batches of sequences."""
+    mini_batch_length: int  # L, steps per sequence
+    num_sequences: int  # sequences of length L in the batch
+    mini_batch_size: int  # sequences per update
+
+
+def check_mini_batches(batch_size: int,
+                       length: int,
+                       mini_batch_size: Optional[int],
+                       mini_batch_length: Optional[int],
+                       last_row_only_bootstraps: bool,
+                       what: str = 'this batch',
+                       prefix: str = 'train: ',
+                       length_name: str = 'sequence length'
+                       ) -> MiniBatchShape:
+    """Validates a mini-batch configuration; one clear line per mistake.
+
+    The one check used by ``ReplayTrainingMixin.train`` (at trace time) and
+    by the off-policy trainer (before training starts).
+
+    Args:
+        batch_size: B, sequences (environments) in the batch.
+        length: T, steps per sequence in the batch.
+        mini_batch_size: sequences per update (None/0: all).
+        mini_batch_length: L, steps per training sequence (None/0: T).
+        last_row_only_bootstraps: whether the last row of a sequence only
+            bootstraps (then L >= 2).
+        what: how the message names the batch ('this batch', 'what one
+            iteration collects').
+        prefix: start of every message (names the caller's settings).
+        length_name: how the message names T.
+    Returns:
+        ``MiniBatchShape``.
+    Raises:
+        ValueError: T not a multiple of L; L < 2 with a bootstrap row; more
+            sequences per update than the batch holds.
+    """
+    mini_batch_length = mini_batch_length or length
+    if mini_batch_length < 2 and last_row_only_bootstraps:
+        raise ValueError("%smini_batch_length must be >= 2 (the last step "
+                         "of a sequence only bootstraps), got %d" %
+                         (prefix, mini_batch_length))
+    if length % mini_batch_length:
+        raise ValueError("%s%s %d is not a multiple of mini_batch_length %d"
+                         % (prefix, length_name, length, mini_batch_length))
+    num_sequences = batch_size * (length // mini_batch_length)
+    mini_batch_size = mini_batch_size or num_sequences
+    if mini_batch_size > num_sequences:
+        raise ValueError(
+            "%smini_batch_size %d is larger than %s: %d envs x %d steps = "
+            "%d sequences of length %d" %
+            (prefix, mini_batch_size, what, batch_size, length,
+             num_sequences, mini_batch_length))
+    return MiniBatchShape(mini_batch_length, num_sequences, mini_batch_size)
+
+
+def _batch_to_time_major(nest):
+    return tf.nest.map_structure(
+        lambda x: tf.transpose(x, [1, 0] + list(range(2, x.shape.rank))),
+        nest)
+
+
+class UpdateResult(NamedTuple):
+    """What one replay update returns (values, not attributes)."""
+    loss_info: LossInfo  # scalar leaves, as from update_with_gradient
+    priority: Any  # [b] float32 from calc_priority, or ()
+    keep_going: tf.Tensor  # [] bool from continue_training
+
+
+class ReplayTrainingMixin(object):
+    """Training from stored experience, for any ``RLAlgorithm``.
+
+    Args:
+        use_rollout_state: store the rollout state in the experience and
+            start each training sequence from it (RNN policies); else
+            sequences start from the initial train state.
+        *args, **kwargs: passed on to the next class (``RLAlgorithm``).
+    """
+
+    #: Whether the last row of every training sequence only bootstraps the
+    #: rows before it (it runs ``bootstrap_step`` and its loss is masked, so
+    #: sequences need >= 2 steps). ``False`` for algorithms whose targets
+    #: come precomputed from ``preprocess_experience`` (PPO): every row runs
+    #: ``train_step`` and counts, and ``mini_batch_length`` may be 1. A
+    #: property of the method, fixed per class.
+    last_row_only_bootstraps = True
+
+    def __init__(self, *args: Any, use_rollout_state: bool = False,
+                 **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._use_rollout_state = bool(use_rollout_state)
+        self._rollout_info_spec = None
+        self._train_info_spec = None
+
+    @property
+    def use_rollout_state(self) -> bool:
+        """Whether experience carries the rollout state (RNN policies)."""
+        return self._use_rollout_state
+
+    @use_rollout_state.setter
+    def use_rollout_state(self, value: bool):
+        self._use_rollout_state = bool(value)
+
+    # ------------------------------------------------------------ specs
+    def prepare_off_policy_specs(self,
+                                 batch_size: Optional[int] = None
+                                 ) -> Experience:
+        """Finds the rollout-info and train-info specs by tracing.
+
+        Traces ``rollout`` on the time-step spec and ``train_step`` on the
+        resulting experience spec with ``get_concrete_function``: no op runs
+        and nothing (normalizers, buffers) is mutated.
+
+        Args:
+            batch_size: static batch size to trace with (None: unknown).
+        Returns:
+            The ``Experience`` spec (no batch dim) that a replay buffer
+            stores: distributions in ``rollout_info`` as parameter specs.
+        """
+        ts_spec = add_outer_dims(self.time_step_spec, [batch_size])
+        state_spec = add_outer_dims(self.rollout_state_spec, [batch_size])
+
+        def _rollout(time_step, state):
+            return self.rollout(self.transform_timestep(time_step),
+                                state).info
+
+        self._rollout_info_spec = dist_ops.extract_spec(
+            trace_outputs(_rollout, ts_spec, state_spec), from_dim=1)
+        exp_spec = self.experience_spec
+        train_state_spec = add_outer_dims(self.train_state_spec,
+                                          [batch_size])
+
+        def _train(exp, state):
+            exp = exp._replace(rollout_info=dist_ops.params_to_distributions(
+                exp.rollout_info, self._rollout_info_spec))
+            return self.train_step(self.transform_timestep(exp), state).info
+
+        self._train_info_spec = dist_ops.extract_spec(
+            trace_outputs(_train, add_outer_dims(exp_spec, [batch_size]),
+                          train_state_spec),
+            from_dim=1)
+        return exp_spec
+
+    @property
+    def rollout_info_spec(self) -> Any:
+        """Spec of rollout's info (``DistributionSpec`` for distributions)."""
+        if self._rollout_info_spec is None:
+            self.prepare_off_policy_specs()
+        return self._rollout_info_spec
+
+    @property
+    def experience_spec(self) -> Experience:
+        """Spec of one stored ``Experience`` step (no batch dim)."""
+        ts = time_step_spec(self.observation_spec, self.action_spec)
+        return Experience(
+            step_type=ts.step_type,
+            reward=ts.reward,
+            discount=ts.discount,
+            observation=ts.observation,
+            prev_action=ts.prev_action,
+            env_id=ts.env_id,
+            action=self.action_spec,
+            rollout_info=dist_ops.to_params_spec(self.rollout_info_spec),
+            state=self.rollout_state_spec if self.use_rollout_state else ())
+
+    # ------------------------------------------------------------ hooks
+    def bootstrap_step(self, experience: Experience, state: Any) -> Any:
+        """``train_step`` for the last row of a sequence (bootstrap only).
+
+        The last step of every training sequence only provides targets for
+        the steps before it; its own losses are masked. Override this to
+        compute only what the targets need (e.g. target values) and return
+        zeros for the rest of the info -- same structure as
+        ``train_step``'s. Defaults to ``train_step``.
+
+        Args/returns: as ``train_step`` ([B, ...] leaves).
+        """
+        return self.train_step(experience, state)
+
+    def calc_priority(self, training_info: TrainingInfo,
+                      per_step_loss_info: LossInfo) -> Optional[tf.Tensor]:
+        """Per-sequence priorities for prioritized replay, or None.
+
+        Called after each update on its [L, b] training info and the
+        per-step ``LossInfo`` from ``calc_loss``. Prioritized replay
+        (``TrainerConfig.prioritized_replay``) needs an algorithm that
+        returns priorities here; the default returns None (the trainer then
+        refuses prioritized replay before training starts).
+
+        Args:
+            training_info: ``TrainingInfo`` with [L, b, ...] leaves.
+            per_step_loss_info: ``LossInfo`` with [L, b] leaves.
+        Returns:
+            [b] float32 non-negative priorities, or None.
+        """
+        del training_info, per_step_loss_info
+        return None
+
+    def continue_training(self, training_info: TrainingInfo,
+                          valid_masks: tf.Tensor) -> tf.Tensor:
+        """Whether ``train`` goes on after an update (early stopping).
+
+        Args:
+            training_info: the [L, b] ``TrainingInfo`` of the update just
+                done (its ``info`` computed before the update).
+            valid_masks: [L, b] float32 mask of the steps that counted.
+        Returns:
+            bool scalar tensor; the default always continues.
+        """
+        del training_info, valid_masks
+        return tf.constant(True)
+
+    # ------------------------------------------------------------ training
+    def train(self,
+              experience: Experience,
+              num_updates: int = 1,
+              mini_batch_size: Optional[int] = None,
+              mini_batch_length: Optional[int] = None,
+              shuffle: bool = True,
+              seed: Optional[int] = None,
+              sample_weights: Optional[tf.Tensor] = None) -> LossInfo:
+        """Trains on a batch of stored experience.
+
+        Args:
+            experience: ``Experience`` with [B, T, ...] leaves as stored
+                (raw observations; ``rollout_info`` as parameters).
+            num_updates: passes (epochs) over the sequences.
+            mini_batch_size: sequences per update (default: all).
+            mini_batch_length: L, steps per sequence (default T); T must be
+                a multiple of L; L >= 2 unless ``last_row_only_bootstraps``
+                is False.
+            shuffle: shuffle sequences before each pass.
+            seed: optional int seed for shuffling (default: drawn from the
+                global generator).
+            sample_weights: optional [B] float32 per-sequence weights (the
+                importance weights of prioritized replay); only with one
+                update over whole sequences (no mini-batching).
+        Returns:
+            ``LossInfo`` (scalars) of the last update (updates stop early
+            once ``continue_training`` says so).
+        """
+        return self._train(experience, num_updates, mini_batch_size,
+                           mini_batch_length, shuffle, seed,
+                           sample_weights).loss_info
+
+    def train_with_priority(self, experience: Experience,
+                            sample_weights: Optional[tf.Tensor] = None
+                            ) -> Tuple[LossInfo, tf.Tensor]:
+        """One update over whole sampled sequences, for prioritized replay.
+
+        Args:
+            experience: ``Experience`` with [B, T, ...] leaves as stored.
+            sample_weights: optional [B] float32 importance weights.
+        Returns:
+            ``(loss_info, priority)``: scalar ``LossInfo`` and the [B]
+            float32 priorities from ``calc_priority``.
+        Raises:
+            ValueError: ``calc_priority`` returns None for this algorithm.
+        """
+        result = self._train(experience, sample_weights=sample_weights)
+        if isinstance(result.priority, tuple):
+            raise ValueError(
+                "prioritized replay needs %s.calc_priority to return "
+                "per-sequence priorities; it returns None" %
+                type(self).__name__)
+        return result.loss_info, result.priority
+
+    def _train(self, experience, num_updates=1, mini_batch_size=None,
+               mini_batch_length=None, shuffle=True, seed=None,
+               sample_weights=None):
+        """``train``, returning the last update's ``UpdateResult``."""
+        if self._train_info_spec is None:
+            self.prepare_off_policy_specs()
+        experience = self._preprocess(experience)
+        batch_size, length = experience.step_type.shape[:2]
+        if batch_size is None or length is None:
+            raise ValueError("train: experience must have static [B, T] "
+                             "outer dims, got %s" %
+                             experience.step_type.shape)
+        shape = check_mini_batches(batch_size, length, mini_batch_size,
+                                   mini_batch_length,
+                                   self.last_row_only_bootstraps)
+        if sample_weights is not None and (
+                num_updates != 1 or shape.mini_batch_length != length
+                or shape.mini_batch_size != batch_size):
+            raise ValueError("train: sample_weights need one update over "
+                             "whole sequences")
+        sequences = tf.nest.map_structure(
+            lambda x: tf.reshape(x, [shape.num_sequences,
+                                     shape.mini_batch_length] +
+                                 x.shape[2:].as_list()), experience)
+        num_batches = shape.num_sequences // shape.mini_batch_size
+        num_steps = int(num_updates) * num_batches
+        orders = self._orders(int(num_updates), shape.num_sequences,
+                              shuffle and num_batches > 1, seed)
+
+        def _step(i):
+            epoch, b = i // num_batches, i % num_batches
+            index = tf.slice(orders[epoch], [b * shape.mini_batch_size],
+                             [shape.mini_batch_size])
+            batch = tf.nest.map_structure(lambda x: tf.gather(x, index),
+                                          sequences)
+            return self._update(_batch_to_time_major(batch), sample_weights)
+
+        if num_steps == 1:
+            return _step(tf.constant(0))
+        # All passes and mini-batches run in one while loop whose body (the
+        # update) is traced once, not once per mini-batch (which cost ~1-2 s
+        # of tracing each). Priorities of mini-batch updates are not kept.
+        result = loop_traced_once(
+            lambda i, carry: (carry, _step(i)._replace(priority=())), (),
+            num_steps,
+            keep_going=lambda result: result.keep_going)[1]
+        return result
+
+    def _preprocess(self, experience):
+        """``transform_timestep`` and ``preprocess_experience`` on stored
+        [B, T] experience; distributions back to parameters afterwards."""
+        experience = experience._replace(
+            rollout_info=dist_ops.params_to_distributions(
+                experience.rollout_info, self._rollout_info_spec))
+        experience = self.transform_timestep(experience)
+        experience = self.preprocess_experience(experience)
+        return experience._replace(
+            rollout_info=dist_ops.distributions_to_params(
+                experience.rollout_info))
+
+    @staticmethod
+    def _orders(num_passes, num_sequences, shuffle, seed):
+        """[num_passes, num_sequences] int32: one permutation per pass,
+        drawn with stateless ops (the same numbers eagerly and compiled
+        under a fixed seed)."""
+        orders = []
+        for epoch in range(num_passes):
+            if shuffle:
+                op_seed = (make_stateless_seed() if seed is None else
+                           tf.constant([seed, epoch], tf.int32))
+                orders.append(tf.argsort(tf.random.stateless_uniform(
+                    [num_sequences], op_seed)))
+            else:
+                orders.append(tf.range(num_sequences))
+        return tf.stack(orders)
+
+    def _update(self, experience, sample_weights=None):
+        """One gradient update on time-major experience [L, b, ...]."""
+        length = experience.step_type.shape[0]
+        batch_size = tf.shape(experience.step_type)[1]
+        if self.use_rollout_state:
+            state = tf.nest.map_structure(lambda x: x[0], experience.state)
+        else:
+            state = self.get_initial_train_state(batch_size)
+        initial_state = self.get_initial_train_state(batch_size)
+        variables = self.trainable_variables
+        persistent = len(self.get_optimizer_and_variable_sets()) > 1
+
+        def _row(t, state, step_fn):
+            exp_t = tf.nest.map_structure(lambda x: x[t], experience)
+            state = reset_state_if_necessary(state, initial_state,
+                                             exp_t.is_first())
+            exp_t = exp_t._replace(
+                rollout_info=dist_ops.params_to_distributions(
+                    exp_t.rollout_info, self._rollout_info_spec))
+            policy_step = step_fn(exp_t, state)
+            row = TrainingInfo(action=exp_t.action,
+                               step_type=exp_t.step_type,
+                               reward=exp_t.reward,
+                               discount=exp_t.discount,
+                               info=dist_ops.distributions_to_params(
+                                   policy_step.info),
+                               rollout_info=dist_ops.distributions_to_params(
+                                   exp_t.rollout_info),
+                               env_id=exp_t.env_id)
+            return policy_step.state, row
+
+        bootstraps = self.last_row_only_bootstraps
+        with tf.GradientTape(watch_accessed_variables=False,
+                             persistent=persistent) as tape:
+            tape.watch(variables)
+            _, stacked = unroll(
+                lambda t, state: _row(t, state, self.train_step),
+                state,
+                num_rows=length - 1 if bootstraps else length,
+                row_spec=training_info_spec(
+                    self.action_spec,
+                    dist_ops.to_params_spec(self._train_info_spec),
+                    dist_ops.to_params_spec(self._rollout_info_spec)),
+                batch_size=experience.step_type.shape[1],
+                final_row_fn=(lambda state: _row(length - 1, state,
+                                                 self.bootstrap_step))
+                if bootstraps else None)
+            training_info = stacked._replace(
+                info=dist_ops.params_to_distributions(stacked.info,
+                                                      self._train_info_spec),
+                rollout_info=dist_ops.params_to_distributions(
+                    stacked.rollout_info, self._rollout_info_spec))
+            per_step = self.calc_loss(training_info)
+        valid = valid_step_mask(training_info.step_type)
+        if bootstraps:
+            valid = tf.concat([valid[:-1], tf.zeros_like(valid[-1:])],
+                              axis=0)
+        if sample_weights is not None:
+            # Importance weights scale each sequence's share of the mean.
+            valid = valid * tf.cast(sample_weights, tf.float32)[tf.newaxis]
+        loss_info, _ = self.train_complete(tape, training_info, valid,
+                                           per_step_loss_info=per_step)
+        del tape
+        priority = self.calc_priority(training_info, per_step)
+        return UpdateResult(
+            loss_info=loss_info,
+            priority=() if priority is None else priority,
+            keep_going=self.continue_training(training_info, valid))
+
+
+class TDErrorPriority(object):
+    """``calc_priority`` from a per-step ``td_error`` of ``LossInfo.extra``.
+
+    Mix it in (before the algorithm base) to opt an algorithm whose
+    ``calc_loss`` reports ``extra.td_error`` ([L, b]) into prioritized
+    replay: the priority of a sampled sequence is ``|td_error|`` at its
+    first step (the transition it was sampled for).
+    """
+
+    def calc_priority(self, training_info: TrainingInfo,
+                      per_step_loss_info: LossInfo) -> tf.Tensor:
+        """[b] float32 ``|td_error_0|`` (see the class docstring).
+
+        Args:
+            training_info: unused ([L, b] ``TrainingInfo``).
+            per_step_loss_info: ``LossInfo`` whose ``extra.td_error`` is
+                [L, b] float32.
+        """
+        del training_info
+        return tf.abs(tf.convert_to_tensor(
+            per_step_loss_info.extra.td_error)[0])

@@ -1,0 +1,167 @@
+"""replay_training / unroll: mini-batch checks, priorities and early
+stopping as values through declared hooks, the shared unroll helper."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras
+
+from alf_rl.algorithms.actor_critic_algorithm import ActorCriticAlgorithm
+from alf_rl.algorithms.dqn_algorithm import DqnAlgorithm
+from alf_rl.algorithms.replay_training import (ReplayTrainingMixin,
+                                               TDErrorPriority,
+                                               check_mini_batches)
+from alf_rl.algorithms.unroll import (MAX_PYTHON_ROWS, training_info_spec,
+                                      unroll)
+from alf_rl.data_structures import TrainingInfo, make_experience
+from alf_rl.environments.suite_unittest import PolicyUnittestEnv
+from alf_rl.environments.tf_environment import TFPyEnvironment
+from alf_rl.networks import (ActorDistributionNetwork, QNetwork,
+                             ValueNetwork)
+from alf_rl.ops import distributions as dist_ops
+from alf_rl.utils.common import set_random_seed
+
+
+def _collect(alg, env, num_steps):
+    """Rolls out ``num_steps``; returns Experience [B, T]."""
+    time_step = env.reset()
+    exps = []
+    state = alg.get_initial_rollout_state(env.batch_size)
+    for _ in range(num_steps):
+        step = alg.rollout(alg.transform_timestep(time_step), state)
+        exps.append(make_experience(time_step, step._replace(
+            info=dist_ops.distributions_to_params(step.info)), state))
+        time_step = env.step(step.action)
+        state = step.state
+    exp = tf.nest.map_structure(lambda *x: tf.stack(x, axis=1), *exps)
+    return exp._replace(state=())
+
+
+def _dqn(env):
+    return DqnAlgorithm(
+        env.observation_spec(), env.action_spec(),
+        q_network_ctor=lambda o, a: QNetwork(o, a, fc_layer_params=(8, )),
+        optimizer=tf_keras.optimizers.Adam(1e-2))
+
+
+def test_check_mini_batches_shape_and_messages():
+    shape = check_mini_batches(4, 8, 6, 2, True)
+    assert shape == (2, 16, 6)
+    assert check_mini_batches(4, 8, None, None, True) == (8, 4, 4)
+    with pytest.raises(ValueError, match=r'^train: mini_batch_length must '
+                       r'be >= 2 .*got 1'):
+        check_mini_batches(4, 8, None, 1, True)
+    assert check_mini_batches(4, 8, None, 1, False).num_sequences == 32
+    with pytest.raises(ValueError, match='sequence length 8 is not a '
+                       'multiple of mini_batch_length 3'):
+        check_mini_batches(4, 8, None, 3, True)
+    with pytest.raises(ValueError, match=r'^TrainerConfig.mini_batch_size '
+                       r'17 is larger than what one iteration collects: 4 '
+                       r'envs x 8 steps = 16 sequences of length 2'):
+        check_mini_batches(4, 8, 17, 2, True,
+                           what='what one iteration collects',
+                           prefix='TrainerConfig.')
+
+
+def test_priority_is_a_returned_value():
+    set_random_seed(0)
+    env = TFPyEnvironment(PolicyUnittestEnv(4, 5))
+    alg = _dqn(env)
+    assert isinstance(alg, TDErrorPriority)
+    exp = _collect(alg, env, 3)
+    loss_info, priority = alg.train_with_priority(
+        exp, sample_weights=tf.ones([4]))
+    assert priority.shape == (4, )
+    assert np.all(priority.numpy() >= 0) and np.isfinite(
+        float(loss_info.loss))
+    # The hook is what decides: the same batch through calc_priority of the
+    # per-step loss of the (already updated) algorithm is |td_error| row 0.
+    assert not hasattr(alg, 'last_priorities')
+    assert not hasattr(alg, 'last_per_step_loss_info')
+
+
+def test_no_priorities_without_the_hook():
+    set_random_seed(0)
+    env = TFPyEnvironment(PolicyUnittestEnv(4, 5))
+    alg = ActorCriticAlgorithm(
+        env.observation_spec(), env.action_spec(),
+        actor_network_ctor=lambda o, a: ActorDistributionNetwork(
+            o, a, fc_layer_params=(8, )),
+        value_network_ctor=lambda o: ValueNetwork(o, fc_layer_params=(8, )),
+        optimizer=tf_keras.optimizers.Adam(1e-2))
+    assert type(alg).calc_priority is ReplayTrainingMixin.calc_priority
+    exp = _collect(alg, env, 3)
+    alg.prepare_off_policy_specs()
+    with pytest.raises(ValueError, match='ActorCriticAlgorithm.calc_priority'
+                       ' to return per-sequence priorities'):
+        alg.train_with_priority(exp, sample_weights=tf.ones([4]))
+
+
+class _StopAfterTwo(DqnAlgorithm):
+    """Early stop through the declared hook: counts updates it has seen."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.seen = tf.Variable(0, dtype=tf.int32, trainable=False)
+        self.valid_sum = tf.Variable(0.0, trainable=False)
+
+    def continue_training(self, training_info, valid_masks):
+        self.seen.assign_add(1)
+        self.valid_sum.assign_add(tf.reduce_sum(valid_masks))
+        return self.seen < 2
+
+
+@pytest.mark.parametrize('compiled', [False, True])
+def test_continue_training_stops_updates(compiled):
+    set_random_seed(0)
+    env = TFPyEnvironment(PolicyUnittestEnv(4, 5))
+    alg = _StopAfterTwo(
+        env.observation_spec(), env.action_spec(),
+        q_network_ctor=lambda o, a: QNetwork(o, a, fc_layer_params=(8, )),
+        optimizer=tf_keras.optimizers.SGD(1e-2))
+    exp = _collect(alg, env, 4)
+    steps = alg._optimizer.iterations
+
+    def _train(e):
+        return alg.train(e, num_updates=3, mini_batch_size=2,
+                         mini_batch_length=2)
+
+    (tf.function(_train, autograph=False) if compiled else _train)(exp)
+    # 3 passes x 4 mini-batches were allowed; the hook stopped after 2.
+    assert int(alg.seen) == 2 and int(steps) == 2
+    # It saw the [L, b] valid mask of each update (last row masked).
+    assert 0 < float(alg.valid_sum) <= 2 * 2
+
+
+def _counting_row(t, carry):
+    row = TrainingInfo(action=tf.fill([3], carry),
+                       step_type=tf.zeros([3], tf.int32),
+                       reward=tf.cast(tf.fill([3], t), tf.float32),
+                       discount=tf.ones([3]), info=(), rollout_info=(),
+                       env_id=tf.range(3))
+    return carry + 1, row
+
+
+@pytest.mark.parametrize('num_rows', [1, MAX_PYTHON_ROWS, 5])
+@pytest.mark.parametrize('final', [False, True])
+def test_unroll_python_and_while_loop_agree(num_rows, final):
+    spec = training_info_spec(tf.TensorSpec((), tf.int32), ())
+
+    def _final(carry):
+        return _counting_row(tf.constant(100), carry)
+
+    @tf.function(autograph=False)
+    def _run():
+        return unroll(_counting_row, tf.constant(0), num_rows, spec, 3,
+                      final_row_fn=_final if final else None)
+
+    carry, rows = _run()
+    total = num_rows + int(final)
+    assert int(carry) == total
+    expected_reward = list(range(num_rows)) + ([100] if final else [])
+    np.testing.assert_array_equal(rows.reward.numpy()[:, 0],
+                                  expected_reward)
+    np.testing.assert_array_equal(rows.action.numpy(),
+                                  np.repeat(np.arange(total), 3).reshape(
+                                      total, 3))
+    assert rows.env_id.shape == (total, 3)
