@@ -7,13 +7,17 @@ with ``ActorCriticLoss``. Deviation from the paper: synchronous batched
 environments instead of asynchronous workers; optional GAE.
 """
 
+from typing import Any, Callable, Optional
+
 import gin
 import tensorflow as tf
 
 from alf_rl.algorithms.actor_critic_loss import ActorCriticLoss
+from alf_rl.algorithms.entropy_target_algorithm import EntropyTargetAlgorithm
 from alf_rl.algorithms.on_policy_algorithm import OnPolicyAlgorithm
-from alf_rl.data_structures import PolicyStep, namedtuple
-from alf_rl.networks import ActorDistributionNetwork, ValueNetwork
+from alf_rl.data_structures import (LossInfo, PolicyStep, TimeStep,
+                                    TrainingInfo, namedtuple)
+from alf_rl.networks import ActorDistributionNetwork, Network, ValueNetwork
 from alf_rl.ops import distributions as dist_ops
 from alf_rl.specs import cast_and_clip_to_spec
 from alf_rl.utils.common import make_stateless_seed
@@ -46,34 +50,38 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
             returning a nest of action distributions.
         value_network_ctor: ``(observation_spec) -> network`` returning [B]
             values.
-        loss: an ``ActorCriticLoss`` (or any callable with its signature);
+        loss: an ``ActorCriticLoss`` (or a subclass: ``PPOLoss``);
             defaults to ``ActorCriticLoss()``.
         optimizer: a ``tf_keras`` optimizer for both networks.
         entropy_target_ctor: optional ``(action_spec) ->
             EntropyTargetAlgorithm``; its adaptive entropy bonus
             ``-alpha H`` is added to the loss instead of the loss's constant
             ``entropy_regularization`` (which must then be unset). Its
-            ``EntropyTargetLossInfo`` is reported in
-            ``extra.entropy_target`` when the loss's extra has that field
-            (``ActorCriticLossInfo``), and its ``-H`` in
-            ``extra.neg_entropy``.
+            ``EntropyTargetLossInfo`` is reported in the loss's
+            ``extra.entropy_target`` and its ``-H`` in ``extra.neg_entropy``.
         **kwargs: passed to ``RLAlgorithm`` (reward shaping, observation
             transformers, gradient clipping, ...).
     """
 
     def __init__(self,
-                 observation_spec,
-                 action_spec,
-                 actor_network_ctor=ActorDistributionNetwork,
-                 value_network_ctor=ValueNetwork,
-                 loss=None,
-                 optimizer=None,
-                 entropy_target_ctor=None,
-                 name='ActorCriticAlgorithm',
-                 **kwargs):
+                 observation_spec: Any,
+                 action_spec: Any,
+                 actor_network_ctor: Callable[[Any, Any], Network] = (
+                     ActorDistributionNetwork),
+                 value_network_ctor: Callable[[Any], Network] = ValueNetwork,
+                 loss: Optional[ActorCriticLoss] = None,
+                 optimizer: Any = None,
+                 entropy_target_ctor: Optional[
+                     Callable[[Any], EntropyTargetAlgorithm]] = None,
+                 name: str = 'ActorCriticAlgorithm',
+                 **kwargs: Any):
         loss = loss if loss is not None else ActorCriticLoss()
+        if not isinstance(loss, ActorCriticLoss):
+            raise TypeError(
+                "%s: loss must be an ActorCriticLoss (or PPOLoss), got %s" %
+                (name, type(loss).__name__))
         if (entropy_target_ctor is not None
-                and getattr(loss, 'entropy_regularization', None)):
+                and loss.entropy_regularization):
             raise ValueError(
                 "%s: entropy_target_ctor replaces the constant entropy bonus, "
                 "but the loss also has entropy_regularization=%s; set it to "
@@ -97,16 +105,16 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
                                 if entropy_target_ctor is not None else None)
 
     @property
-    def actor_network(self):
+    def actor_network(self) -> Network:
         """The network mapping observations to action distributions."""
         return self._actor_network
 
     @property
-    def entropy_target(self):
+    def entropy_target(self) -> Optional[EntropyTargetAlgorithm]:
         """The ``EntropyTargetAlgorithm`` sub-algorithm, or None."""
         return self._entropy_target
 
-    def predict(self, time_step, state):
+    def predict(self, time_step: TimeStep, state: Any) -> PolicyStep:
         """Greedy action (the mode of the action distribution).
 
         Args:
@@ -121,7 +129,7 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
         return PolicyStep(action=action,
                           state=ActorCriticState(actor=actor_state))
 
-    def rollout(self, time_step, state):
+    def rollout(self, time_step: TimeStep, state: Any) -> PolicyStep:
         """Samples an action and evaluates the value.
 
         Args:
@@ -153,7 +161,7 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
                           info=ActorCriticInfo(action_distribution=dist,
                                                value=value))
 
-    def env_action(self, action):
+    def env_action(self, action: Any) -> Any:
         """``rollout``'s sampled action clipped into the spec's bounds.
 
         Args:
@@ -164,7 +172,7 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
         """
         return cast_and_clip_to_spec(action, self.action_spec)
 
-    def calc_loss(self, training_info):
+    def calc_loss(self, training_info: TrainingInfo) -> LossInfo:
         """The loss (``ActorCriticLoss`` or ``PPOLoss``) on [T, B] training
         info, plus the adaptive entropy bonus of the entropy target if any.
 
@@ -179,13 +187,20 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
             return loss_info
         entropy_loss = self._entropy_target.calc_loss(
             training_info.info.action_distribution, training_info.step_type)
-        extra = loss_info.extra
-        fields = getattr(extra, '_fields', ())
-        if 'neg_entropy' in fields:
-            extra = extra._replace(
-                neg_entropy=entropy_loss.extra.neg_entropy)
-        if 'entropy_target' in fields:
-            extra = extra._replace(entropy_target=entropy_loss.extra._replace(
-                neg_entropy=()))
+        # ActorCriticLossInfo and PPOLossInfo both declare these fields.
+        extra = loss_info.extra._replace(
+            neg_entropy=entropy_loss.extra.neg_entropy,
+            entropy_target=entropy_loss.extra._replace(neg_entropy=()))
         return loss_info._replace(loss=loss_info.loss + entropy_loss.loss,
                                   extra=extra)
+
+    def after_train(self, training_info: TrainingInfo) -> None:
+        """The entropy target's controller step (if any), after the update.
+
+        Args:
+            training_info: ``TrainingInfo`` with [T, B] leaves, as given to
+                ``calc_loss``.
+        """
+        if self._entropy_target is not None:
+            self._entropy_target.after_train(training_info)
+        super().after_train(training_info)

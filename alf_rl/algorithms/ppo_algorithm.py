@@ -14,23 +14,20 @@ to LAST in the preprocessed experience, which the training mask excludes);
 the paper instead evaluates the value of the next observation.
 """
 
+from typing import Any, Optional
+
 import gin
 import tensorflow as tf
 
 from alf_rl.algorithms.actor_critic_algorithm import ActorCriticAlgorithm
-from alf_rl.algorithms.ppo_loss import PPOLoss
-from alf_rl.data_structures import StepType, namedtuple
-from alf_rl.ops import value_ops
-
-PPOInfo = namedtuple(
-    'PPOInfo',
-    [
-        'action_distribution',  # nest of distributions with batch [B]
-        'value',  # [B] float32 value estimate
-        'returns',  # [B] float32 TD(lambda) return; 0 until preprocessed
-        'advantages',  # [B] float32 GAE advantage; 0 until preprocessed
-    ],
-    default_value=())
+# PPOInfo (rollout info: action_distribution, value, returns, advantages)
+# is what PPOLoss consumes, so it is defined beside it; imported from here
+# as before.
+from alf_rl.algorithms.ppo_loss import PPOInfo, PPOLoss
+from alf_rl.data_structures import (Experience, PolicyStep, StepType,
+                                    TimeStep, TrainingInfo)
+from alf_rl.ops import policy_losses, value_ops
+from alf_rl.ops.masks import masked_mean
 
 
 @gin.configurable
@@ -58,8 +55,13 @@ class PPOAlgorithm(ActorCriticAlgorithm):
 
     last_row_only_bootstraps = False
 
-    def __init__(self, observation_spec, action_spec, loss=None,
-                 target_kl=None, name='PPOAlgorithm', **kwargs):
+    def __init__(self,
+                 observation_spec: Any,
+                 action_spec: Any,
+                 loss: Optional[PPOLoss] = None,
+                 target_kl: Optional[float] = None,
+                 name: str = 'PPOAlgorithm',
+                 **kwargs: Any):
         loss = loss if loss is not None else PPOLoss()
         if not isinstance(loss, PPOLoss):
             raise TypeError("PPOAlgorithm: loss must be a PPOLoss, got %s" %
@@ -76,28 +78,40 @@ class PPOAlgorithm(ActorCriticAlgorithm):
         loss.set_step_counter(self._num_updates)
 
     @property
-    def num_updates(self):
+    def num_updates(self) -> tf.Variable:
         """int64 variable: gradient updates applied so far."""
         return self._num_updates
 
-    def after_train(self, training_info):
+    def after_train(self, training_info: TrainingInfo) -> None:
         """Counts the update (then whatever the base class does)."""
         self._num_updates.assign_add(1)
         super().after_train(training_info)
 
-    def continue_training(self, loss_info):
-        """False once the approximate KL passes ``1.5 * target_kl``.
+    def continue_training(self, training_info: TrainingInfo,
+                          valid_masks: tf.Tensor) -> tf.Tensor:
+        """False once the update's mean approximate KL passes
+        ``1.5 * target_kl``.
+
+        The KL is ``PPOLossInfo.approx_kl``'s, from the same ops on the
+        same tensors: ``ops.policy_losses.approx_kl`` of the log ratio of
+        the policy the update was computed with (``training_info.info``)
+        to the behaviour policy (``training_info.rollout_info``), averaged
+        over ``valid_masks``.
 
         Args:
-            loss_info: the reduced ``LossInfo`` of the last update.
+            training_info: the [L, b] ``TrainingInfo`` of the update just
+                done.
+            valid_masks: [L, b] float32 mask of the steps that counted.
         Returns:
             bool scalar tensor.
         """
         if self._target_kl is None:
             return tf.constant(True)
-        return loss_info.extra.approx_kl <= 1.5 * self._target_kl
+        kl = policy_losses.approx_kl(
+            self._loss.log_importance_ratio(training_info))
+        return masked_mean(kl, valid_masks) <= 1.5 * self._target_kl
 
-    def rollout(self, time_step, state):
+    def rollout(self, time_step: TimeStep, state: Any) -> PolicyStep:
         """As ``ActorCriticAlgorithm.rollout``, with ``PPOInfo`` info.
 
         Returns:
@@ -113,7 +127,7 @@ class PPOAlgorithm(ActorCriticAlgorithm):
             returns=tf.zeros_like(value),
             advantages=tf.zeros_like(value)))
 
-    def preprocess_experience(self, experience):
+    def preprocess_experience(self, experience: Experience) -> Experience:
         """Computes advantages and returns over the whole collected batch.
 
         Args:
@@ -122,17 +136,20 @@ class PPOAlgorithm(ActorCriticAlgorithm):
         Returns:
             The experience with ``rollout_info.advantages`` (GAE) and
             ``rollout_info.returns`` (advantages + value) filled in, [B, T];
-            the last column has advantage 0 and is marked LAST so that it
-            is not trained on (it has no successor to bootstrap from).
+            the last column (advantage 0, return its value) is marked LAST
+            so that it is not trained on (it has no successor to bootstrap
+            from).
         """
         info = experience.rollout_info
         value = tf.stop_gradient(info.value)
-        advantages = value_ops.generalized_advantage_estimation(
+        advantages, returns = value_ops.advantages_and_returns(
             experience.reward, value, experience.step_type,
             experience.discount * self._loss.gamma, self._loss.td_lambda,
             time_major=False)
+        # Back to [B, T]: the last column gets advantage 0 and return v.
         advantages = tf.concat([advantages, tf.zeros_like(value[:, -1:])],
                                axis=1)
+        returns = tf.concat([returns, value[:, -1:]], axis=1)
         step_type = experience.step_type
         step_type = tf.concat(
             [step_type[:, :-1],
@@ -140,5 +157,5 @@ class PPOAlgorithm(ActorCriticAlgorithm):
             axis=1)
         return experience._replace(
             step_type=step_type,
-            rollout_info=info._replace(returns=advantages + value,
+            rollout_info=info._replace(returns=returns,
                                        advantages=advantages))

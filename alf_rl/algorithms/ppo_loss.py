@@ -1,12 +1,9 @@
 """The PPO loss: clipped surrogate objective on precomputed advantages.
 
-Schulman et al. 2017, "Proximal Policy Optimization Algorithms", eq. (7):
-
-    r_t(theta) = pi(a_t|s_t) / pi_old(a_t|s_t)
-    L^CLIP     = -min(r_t * A_t, clip(r_t, 1 - eps, 1 + eps) * A_t)
-
-plus a value loss (optionally clipped around the rollout value, as in the
-OpenAI baselines implementation) and an entropy bonus. Unlike
+Schulman et al. 2017, "Proximal Policy Optimization Algorithms", eq. (7)
+(``ops.policy_losses.clipped_surrogate_loss``), plus a value loss (optionally
+clipped around the rollout value, as in the OpenAI baselines implementation:
+``ops.policy_losses.clipped_value_loss``) and an entropy bonus. Unlike
 ``ActorCriticLoss``, advantages and value targets are not computed from the
 training window: ``PPOAlgorithm.preprocess_experience`` computes them once per
 iteration over everything collected and stores them in
@@ -15,15 +12,28 @@ is a training row. Advantages are normalized over the valid steps of the
 mini-batch (as in baselines / SB3).
 """
 
+from typing import Any, Callable, Optional, Union
+
 import gin
 import tensorflow as tf
 
-from alf_rl.algorithms.actor_critic_loss import ActorCriticLoss
-from alf_rl.data_structures import LossInfo, namedtuple
+from alf_rl.algorithms.actor_critic_loss import (ActorCriticLoss,
+                                                 ElementWiseLoss)
+from alf_rl.data_structures import LossInfo, TrainingInfo, namedtuple
 from alf_rl.ops import distributions as dist_ops
-from alf_rl.ops import losses
+from alf_rl.ops import losses, policy_losses
 from alf_rl.utils.common import valid_step_mask
 from alf_rl.utils.schedules import schedule_value
+
+PPOInfo = namedtuple(
+    'PPOInfo',
+    [
+        'action_distribution',  # nest of distributions with batch [B]
+        'value',  # [B] float32 value estimate
+        'returns',  # [B] float32 TD(lambda) return; 0 until preprocessed
+        'advantages',  # [B] float32 GAE advantage; 0 until preprocessed
+    ],
+    default_value=())
 
 PPOLossInfo = namedtuple(
     'PPOLossInfo',
@@ -34,6 +44,8 @@ PPOLossInfo = namedtuple(
         'approx_kl',  # [T, B] (r_t - 1) - log r_t, r_t = pi/pi_old
         'clip_fraction',  # [T, B] 1.0 where |r_t - 1| > eps
         'explained_variance',  # [] of the value function on the returns
+        # EntropyTargetLossInfo of an ``entropy_target_ctor``, () without
+        'entropy_target',
     ],
     default_value=())
 
@@ -58,15 +70,17 @@ class PPOLoss(ActorCriticLoss):
     """
 
     def __init__(self,
-                 importance_ratio_clipping=0.2,
-                 value_clipping=None,
-                 normalize_advantages=True,
-                 gamma=0.99,
-                 td_lambda=0.95,
-                 td_error_loss_fn=losses.element_wise_squared_loss,
-                 advantage_clip=None,
-                 entropy_regularization=None,
-                 td_loss_weight=1.0):
+                 importance_ratio_clipping: Union[
+                     float, Callable[[tf.Tensor], tf.Tensor]] = 0.2,
+                 value_clipping: Optional[float] = None,
+                 normalize_advantages: bool = True,
+                 gamma: float = 0.99,
+                 td_lambda: float = 0.95,
+                 td_error_loss_fn: ElementWiseLoss = (
+                     losses.element_wise_squared_loss),
+                 advantage_clip: Optional[float] = None,
+                 entropy_regularization: Optional[float] = None,
+                 td_loss_weight: float = 1.0):
         if not callable(importance_ratio_clipping) and \
                 not importance_ratio_clipping > 0.0:
             raise ValueError("importance_ratio_clipping must be > 0, got %s" %
@@ -87,7 +101,7 @@ class PPOLoss(ActorCriticLoss):
         self._value_clipping = value_clipping
         self._step_counter = None
 
-    def set_step_counter(self, counter):
+    def set_step_counter(self, counter: tf.Variable) -> None:
         """The integer scalar variable that drives the clip schedule.
 
         Args:
@@ -95,7 +109,7 @@ class PPOLoss(ActorCriticLoss):
         """
         self._step_counter = counter
 
-    def importance_ratio_clipping(self):
+    def importance_ratio_clipping(self) -> tf.Tensor:
         """The current clip eps (float32 scalar tensor).
 
         Raises:
@@ -111,16 +125,33 @@ class PPOLoss(ActorCriticLoss):
         step = self._step_counter if self._step_counter is not None else 0
         return schedule_value(clip, step)
 
-    @property
-    def gamma(self):
-        return self._gamma
+    def log_importance_ratio(self, training_info: TrainingInfo,
+                             action_distribution: Any = None) -> tf.Tensor:
+        """``log pi(a_t|s_t) - log pi_old(a_t|s_t)`` of the actions taken.
 
-    @property
-    def td_lambda(self):
-        return self._td_lambda
+        Args:
+            training_info: ``TrainingInfo`` with [T, B] leaves;
+                ``rollout_info.action_distribution`` is ``pi_old`` (its
+                gradient is stopped).
+            action_distribution: nest of current distributions ``pi`` with
+                batch [T, B]; defaults to
+                ``training_info.info.action_distribution``.
+        Returns:
+            [T, B] float32, with gradient through ``pi``.
+        """
+        if action_distribution is None:
+            action_distribution = training_info.info.action_distribution
+        log_pi = dist_ops.log_prob(action_distribution, training_info.action)
+        old_log_pi = tf.stop_gradient(
+            dist_ops.log_prob(training_info.rollout_info.action_distribution,
+                              training_info.action))
+        return log_pi - old_log_pi
 
-    def __call__(self, training_info, value, action_distribution=None):
-        """The loss.
+    def __call__(self,
+                 training_info: TrainingInfo,
+                 value: tf.Tensor,
+                 action_distribution: Any = None) -> LossInfo:
+        """The clipped-surrogate loss of every row.
 
         Args:
             training_info: ``TrainingInfo`` with [T, B] leaves;
@@ -133,63 +164,46 @@ class PPOLoss(ActorCriticLoss):
         Returns:
             ``LossInfo(loss=[T, B], extra=PPOLossInfo)``. Every row is a
             training row; LAST steps are masked by the caller.
+        Raises:
+            ValueError: ``rollout_info`` is not a ``PPOInfo``.
         """
         rollout_info = training_info.rollout_info
-        if not hasattr(rollout_info, 'advantages'):
+        if not isinstance(rollout_info, PPOInfo):
             raise ValueError(
-                "PPOLoss: training_info.rollout_info must carry precomputed "
-                "'advantages' and 'returns' (a PPOInfo from "
+                "PPOLoss: training_info.rollout_info must be a PPOInfo with "
+                "precomputed 'advantages' and 'returns' (from "
                 "PPOAlgorithm.preprocess_experience), got %s -- train PPO "
                 "with OffPolicyTrainer and clear_replay_buffer=True" %
                 type(rollout_info).__name__)
         if action_distribution is None:
             action_distribution = training_info.info.action_distribution
         mask = valid_step_mask(training_info.step_type)
-        advantages = rollout_info.advantages
-        if self._normalize_advantages:
-            advantages = losses.normalize_masked(advantages, mask)
-        if self._advantage_clip:
-            advantages = tf.clip_by_value(advantages, -self._advantage_clip,
-                                          self._advantage_clip)
-        advantages = tf.stop_gradient(advantages)
+        advantages = self._prepare_advantages(rollout_info.advantages, mask)
         returns = tf.stop_gradient(rollout_info.returns)
 
-        log_pi = dist_ops.log_prob(action_distribution, training_info.action)
-        old_log_pi = tf.stop_gradient(
-            dist_ops.log_prob(rollout_info.action_distribution,
-                              training_info.action))
-        ratio = tf.exp(log_pi - old_log_pi)
+        log_ratio = self.log_importance_ratio(training_info,
+                                              action_distribution)
+        ratio = tf.exp(log_ratio)
         eps = self.importance_ratio_clipping()
-        clipped_ratio = tf.clip_by_value(ratio, 1.0 - eps, 1.0 + eps)
-        pg_loss = -tf.minimum(ratio * advantages, clipped_ratio * advantages)
-
-        td_loss = self._td_error_loss_fn(returns, value)
+        pg_loss = policy_losses.clipped_surrogate_loss(ratio, advantages, eps)
         if self._value_clipping:
-            old_value = tf.stop_gradient(rollout_info.value)
-            clipped_value = old_value + tf.clip_by_value(
-                value - old_value, -self._value_clipping,
-                self._value_clipping)
-            td_loss = tf.maximum(
-                td_loss, self._td_error_loss_fn(returns, clipped_value))
+            td_loss = policy_losses.clipped_value_loss(
+                value, tf.stop_gradient(rollout_info.value), returns,
+                self._value_clipping, self._td_error_loss_fn)
+        else:
+            td_loss = self._td_error_loss_fn(returns, value)
         td_loss = self._td_loss_weight * td_loss
-        loss = pg_loss + td_loss
-        neg_entropy = ()
-        if self._entropy_regularization:
-            neg_entropy = -dist_ops.entropy(action_distribution)
-            loss += self._entropy_regularization * neg_entropy
-        # (r - 1) - log r: an unbiased, never negative estimate of
-        # KL(pi_old || pi) (Schulman's "k3"; SB3 uses it), far less noisy
-        # over one mini-batch than log pi_old - log pi.
-        log_ratio = tf.stop_gradient(log_pi - old_log_pi)
-        approx_kl = tf.exp(log_ratio) - 1.0 - log_ratio
-        clip_fraction = tf.cast(
-            tf.greater(tf.abs(tf.stop_gradient(ratio) - 1.0), eps),
-            tf.float32)
-        ev = losses.explained_variance(returns, tf.stop_gradient(value), mask)
-        return LossInfo(loss=loss,
-                        extra=PPOLossInfo(pg_loss=pg_loss,
-                                          td_loss=td_loss,
-                                          neg_entropy=neg_entropy,
-                                          approx_kl=approx_kl,
-                                          clip_fraction=clip_fraction,
-                                          explained_variance=ev))
+        loss, neg_entropy = self._add_entropy_bonus(pg_loss + td_loss,
+                                                    action_distribution)
+        return LossInfo(
+            loss=loss,
+            extra=PPOLossInfo(
+                pg_loss=pg_loss,
+                td_loss=td_loss,
+                neg_entropy=neg_entropy,
+                approx_kl=policy_losses.approx_kl(
+                    tf.stop_gradient(log_ratio)),
+                clip_fraction=policy_losses.clip_fraction(
+                    tf.stop_gradient(ratio), eps),
+                explained_variance=losses.explained_variance(
+                    returns, tf.stop_gradient(value), mask)))

@@ -1,16 +1,14 @@
 """Trusted-region actor-critic (TRAC, as ALF had it, reimplemented).
 
-Wraps an actor-critic-style algorithm (``ActorCriticAlgorithm``,
-``PPOAlgorithm``, or anything whose step infos carry an
-``action_distribution`` and which has an ``actor_network``) and bounds how
-far each update moves the policy: after the wrapped algorithm's gradient
-step, the mean KL divergence ``KL(pi_old(.|s) || pi_new(.|s))`` over the
-valid steps of the training batch is measured, and while it exceeds
-``max_kl`` the actor's step is shrunk with a ``TrustedUpdater``
-(``theta <- theta_old + (theta - theta_old) * 0.9 / r``). The change handed
-to the updater is ``sqrt(mean KL)`` against ``sqrt(max_kl)``: a KL grows
-quadratically with a small step, so its square root makes one shrink land
-near ``0.81 max_kl``.
+Wraps an ``ActorCriticAlgorithm`` (or a subclass: ``PPOAlgorithm``) and
+bounds how far each update moves the policy: after the wrapped algorithm's
+gradient step, the mean KL divergence ``KL(pi_old(.|s) || pi_new(.|s))``
+(``ops.distributions.action_distance``) over the valid steps of the
+training batch is measured, and while it exceeds ``max_kl`` the actor's
+step is shrunk with a ``TrustedUpdater`` (``theta <- theta_old + (theta -
+theta_old) * 0.9 / r``). The change handed to the updater is
+``sqrt(mean KL)`` against ``sqrt(max_kl)``: a KL grows quadratically with a
+small step, so its square root makes one shrink land near ``0.81 max_kl``.
 
 ``pi_old`` is the distribution in the training info (computed with the
 weights before the update: by ``rollout`` on-policy, by ``train_step`` on a
@@ -29,19 +27,21 @@ per-action-dimension distance: squared logit differences for categoricals,
 a symmetric KL for others).
 """
 
+from typing import Any, Callable, Optional, Tuple
+
 import gin
-import numpy as np
 import tensorflow as tf
 import tensorflow_probability as tfp
 
 from alf_rl.algorithms.actor_critic_algorithm import ActorCriticAlgorithm
-from alf_rl.algorithms.algorithm import masked_mean
 from alf_rl.algorithms.on_policy_algorithm import OnPolicyAlgorithm
 from alf_rl.algorithms.trusted_updater import TrustedUpdater
-from alf_rl.data_structures import TimeStep, namedtuple
+from alf_rl.data_structures import (Experience, LossInfo, PolicyStep,
+                                    TimeStep, TrainingInfo, namedtuple)
 from alf_rl.ops import distributions as dist_ops
-from alf_rl.specs import zeros_from_spec
-from alf_rl.utils.common import make_stateless_seed, valid_step_mask
+from alf_rl.ops.masks import masked_mean
+from alf_rl.specs import is_bounded, zeros_from_spec
+from alf_rl.utils.common import valid_step_mask
 
 tfd = tfp.distributions
 
@@ -62,57 +62,6 @@ TracLossInfo = namedtuple(
         'adjust_steps',  # [] float32 shrinks done (0: step within bound)
     ],
     default_value=())
-
-
-def action_distance(old, new, seed=None):
-    """Per-sample divergence between two nests of action distributions.
-
-    ``KL(old || new)`` per leaf: analytic where TFP has it; for two
-    ``TransformedDistribution``s (e.g. tanh-squashed normals from one
-    network, hence the same bijector) the KL of their base distributions,
-    which a bijection leaves unchanged; otherwise the one-sample estimate
-    ``log old(a) - log new(a)`` with ``a ~ old``. Tensor leaves
-    (deterministic actions) give the squared distance summed over the action
-    dims. Leaves are summed.
-
-    Args:
-        old: nest of distributions (or action tensors) with batch [N].
-        new: the same nest with batch [N].
-        seed: stateless seed for sampled estimates (None: draw one).
-    Returns:
-        [N] float32.
-    """
-    tf.nest.assert_same_structure(old, new)
-    terms = []
-    for p, q in zip(tf.nest.flatten(old), tf.nest.flatten(new)):
-        if not isinstance(p, tfd.Distribution):
-            d = tf.square(tf.cast(q, tf.float32) - tf.cast(p, tf.float32))
-            terms.append(tf.reduce_sum(tf.reshape(d, [tf.shape(d)[0], -1]),
-                                       axis=-1))
-            continue
-        if (isinstance(p, tfd.TransformedDistribution)
-                and isinstance(q, tfd.TransformedDistribution)):
-            p, q = p.distribution, q.distribution
-        try:
-            kl = tfd.kl_divergence(p, q)
-        except NotImplementedError:
-            a = p.sample(seed=make_stateless_seed() if seed is None else seed)
-            kl = p.log_prob(a) - q.log_prob(a)
-        terms.append(kl)
-    return tf.add_n(terms)
-
-
-def _merge_outer_dims(nest):
-    """Reshapes [T, B, ...] leaves to [T * B, ...]."""
-    return tf.nest.map_structure(
-        lambda x: tf.reshape(x, [-1] + x.shape[2:].as_list()), nest)
-
-
-def _merge_distribution_outer_dims(nest):
-    """A nest of [T, B] distributions (or tensors) as [T * B] ones."""
-    spec = dist_ops.extract_spec(nest, from_dim=2)
-    params = dist_ops.distributions_to_params(nest)
-    return dist_ops.params_to_distributions(_merge_outer_dims(params), spec)
 
 
 @gin.configurable
@@ -144,19 +93,22 @@ class TracAlgorithm(OnPolicyAlgorithm):
 
     Raises:
         ValueError: specs that differ from the wrapped algorithm's, no specs
-            at all, an algorithm without ``actor_network``, bad ``max_kl``.
+            at all, bad ``max_kl``.
+        TypeError: a wrapped algorithm that is not an
+            ``ActorCriticAlgorithm`` (no actor network to bound).
     """
 
     def __init__(self,
-                 observation_spec=None,
-                 action_spec=None,
-                 ac_algorithm_ctor=ActorCriticAlgorithm,
-                 ac_algorithm=None,
-                 max_kl=0.01,
-                 shrink_factor=0.9,
-                 max_iterations=20,
-                 optimizer=None,
-                 name='TracAlgorithm'):
+                 observation_spec: Any = None,
+                 action_spec: Any = None,
+                 ac_algorithm_ctor: Callable[[Any, Any], ActorCriticAlgorithm]
+                 = ActorCriticAlgorithm,
+                 ac_algorithm: Optional[ActorCriticAlgorithm] = None,
+                 max_kl: float = 0.01,
+                 shrink_factor: float = 0.9,
+                 max_iterations: int = 20,
+                 optimizer: Any = None,
+                 name: str = 'TracAlgorithm'):
         if not max_kl > 0:
             raise ValueError("%s: max_kl must be > 0, got %s" % (name, max_kl))
         if ac_algorithm is None:
@@ -173,13 +125,16 @@ class TracAlgorithm(OnPolicyAlgorithm):
                 raise ValueError(
                     "%s: %s %s differs from the wrapped algorithm's %s" %
                     (name, what, given, own))
-        actor = getattr(ac_algorithm, 'actor_network', None)
-        if actor is None:
-            raise ValueError(
-                "%s: the wrapped %s has no actor_network whose update could "
-                "be bounded" % (name, type(ac_algorithm).__name__))
+        if not isinstance(ac_algorithm, ActorCriticAlgorithm):
+            raise TypeError(
+                "%s: the wrapped algorithm must be an ActorCriticAlgorithm "
+                "(or PPOAlgorithm), whose actor_network's update is bounded; "
+                "got %s" % (name, type(ac_algorithm).__name__))
+        # The replay path (PPO epochs) stores the rollout state when the
+        # wrapped algorithm was configured to.
         super().__init__(ac_algorithm.observation_spec,
                          ac_algorithm.action_spec,
+                         use_rollout_state=ac_algorithm.use_rollout_state,
                          train_state_spec=ac_algorithm.train_state_spec,
                          rollout_state_spec=ac_algorithm.rollout_state_spec,
                          predict_state_spec=ac_algorithm.predict_state_spec,
@@ -188,51 +143,37 @@ class TracAlgorithm(OnPolicyAlgorithm):
         self._ac_algorithm = ac_algorithm
         self._max_kl = float(max_kl)
         self._trusted_updater = TrustedUpdater(
-            actor.trainable_variables,
+            ac_algorithm.actor_network.trainable_variables,
             max_change=float(max_kl)**0.5,
             shrink_factor=shrink_factor,
             max_iterations=max_iterations)
 
     # ------------------------------------------------------------ delegation
     @property
-    def ac_algorithm(self):
+    def ac_algorithm(self) -> ActorCriticAlgorithm:
         """The wrapped algorithm."""
         return self._ac_algorithm
 
     @property
-    def last_row_only_bootstraps(self):
+    def last_row_only_bootstraps(self) -> bool:
         """As the wrapped algorithm's (False for PPO)."""
         return self._ac_algorithm.last_row_only_bootstraps
 
-    @property
-    def _use_rollout_state(self):
-        # Read by the replay mixin; the wrapped algorithm's setting rules.
-        inner = self.__dict__.get('_ac_algorithm')
-        return bool(inner is not None and inner.use_rollout_state)
-
-    @_use_rollout_state.setter
-    def _use_rollout_state(self, value):
-        inner = self.__dict__.get('_ac_algorithm')
-        if inner is not None:
-            inner.use_rollout_state = value
-
-    def _trainable_attributes_to_ignore(self):
-        return ['_trusted_updater']
-
-    def transform_timestep(self, time_step, update_normalizers=False):
+    def transform_timestep(self, time_step: Any,
+                           update_normalizers: bool = False) -> Any:
         """The wrapped algorithm's ``transform_timestep``."""
         return self._ac_algorithm.transform_timestep(
             time_step, update_normalizers=update_normalizers)
 
-    def predict(self, time_step, state):
+    def predict(self, time_step: TimeStep, state: Any) -> PolicyStep:
         """The wrapped algorithm's ``predict`` (greedy actions)."""
         return self._ac_algorithm.predict(time_step, state)
 
-    def env_action(self, action):
+    def env_action(self, action: Any) -> Any:
         """The wrapped algorithm's ``env_action`` (e.g. clipping)."""
         return self._ac_algorithm.env_action(action)
 
-    def rollout(self, time_step, state):
+    def rollout(self, time_step: TimeStep, state: Any) -> PolicyStep:
         """The wrapped ``rollout``, with the observation and state kept.
 
         Args:
@@ -246,7 +187,7 @@ class TracAlgorithm(OnPolicyAlgorithm):
                                            state=state,
                                            ac=step.info))
 
-    def train_step(self, experience, state):
+    def train_step(self, experience: Experience, state: Any) -> PolicyStep:
         """The wrapped ``train_step`` on the unwrapped rollout info.
 
         Args:
@@ -259,7 +200,8 @@ class TracAlgorithm(OnPolicyAlgorithm):
         return self._wrapped_step(self._ac_algorithm.train_step, experience,
                                   state)
 
-    def bootstrap_step(self, experience, state):
+    def bootstrap_step(self, experience: Experience,
+                       state: Any) -> PolicyStep:
         """The wrapped ``bootstrap_step`` (see ``train_step``)."""
         return self._wrapped_step(self._ac_algorithm.bootstrap_step,
                                   experience, state)
@@ -272,7 +214,7 @@ class TracAlgorithm(OnPolicyAlgorithm):
                                            state=state,
                                            ac=step.info))
 
-    def preprocess_experience(self, experience):
+    def preprocess_experience(self, experience: Experience) -> Experience:
         """The wrapped ``preprocess_experience`` on the unwrapped info.
 
         Args:
@@ -288,35 +230,45 @@ class TracAlgorithm(OnPolicyAlgorithm):
                 ac=processed.rollout_info))
         return processed
 
-    def calc_loss(self, training_info):
-        """The wrapped algorithm's loss on the unwrapped training info."""
+    def calc_loss(self, training_info: TrainingInfo) -> LossInfo:
+        """The wrapped algorithm's loss on the unwrapped training info.
+
+        Args:
+            training_info: ``TrainingInfo`` with [T, B, ...] leaves and
+                ``TracInfo`` infos.
+        Returns:
+            The wrapped algorithm's per-step ``LossInfo`` ([T, B]).
+        """
         return self._ac_algorithm.calc_loss(_unwrap_training_info(
             training_info))
 
-    def continue_training(self, loss_info):
-        """The wrapped algorithm's early-stopping decision, if it has one.
+    def continue_training(self, training_info: TrainingInfo,
+                          valid_masks: tf.Tensor) -> tf.Tensor:
+        """The wrapped algorithm's early-stopping decision (PPO's KL stop).
 
         Args:
-            loss_info: reduced ``LossInfo`` with ``TracLossInfo`` extra.
+            training_info: the [L, b] ``TrainingInfo`` of the update just
+                done, with ``TracInfo`` infos.
+            valid_masks: [L, b] float32 mask of the steps that counted.
         Returns:
             bool scalar tensor.
         """
-        inner = getattr(self._ac_algorithm, 'continue_training', None)
-        if inner is None:
-            return tf.constant(True)
-        extra = loss_info.extra
-        if isinstance(extra, TracLossInfo):
-            loss_info = loss_info._replace(extra=extra.ac)
-        return inner(loss_info)
+        return self._ac_algorithm.continue_training(
+            _unwrap_training_info(training_info), valid_masks)
 
-    def after_train(self, training_info):
+    def after_train(self, training_info: TrainingInfo) -> None:
         """Nothing: ``train_complete`` bounds the step and then calls the
         wrapped algorithm's ``after_train``."""
         del training_info
 
     # ------------------------------------------------------------ training
-    def train_complete(self, tape, training_info, valid_masks=None,
-                       weight=1.0):
+    def train_complete(self,
+                       tape: tf.GradientTape,
+                       training_info: TrainingInfo,
+                       valid_masks: Optional[tf.Tensor] = None,
+                       weight: float = 1.0,
+                       per_step_loss_info: Optional[LossInfo] = None
+                       ) -> Tuple[LossInfo, list]:
         """The wrapped update, then the trust-region shrink of the actor.
 
         Args:
@@ -326,6 +278,7 @@ class TracAlgorithm(OnPolicyAlgorithm):
             valid_masks: [T, B] float32; defaults to ``step_type != LAST``.
                 Also the steps the KL is averaged over.
             weight: scalar loss weight.
+            per_step_loss_info: as ``Algorithm.train_complete``.
         Returns:
             ``(loss_info with TracLossInfo extra, grads_and_vars)``.
         """
@@ -333,7 +286,7 @@ class TracAlgorithm(OnPolicyAlgorithm):
             valid_masks = valid_step_mask(training_info.step_type)
         self._trusted_updater.remember()
         loss_info, grads_and_vars = super().train_complete(
-            tape, training_info, valid_masks, weight)
+            tape, training_info, valid_masks, weight, per_step_loss_info)
         change, steps = self._trusted_updater.adjust(
             self._policy_change_fn(training_info, valid_masks))
         self._ac_algorithm.after_train(_unwrap_training_info(training_info))
@@ -348,9 +301,9 @@ class TracAlgorithm(OnPolicyAlgorithm):
         old = tf.nest.map_structure(
             lambda d: d if isinstance(d, tfd.Distribution) else
             tf.stop_gradient(d), info.ac.action_distribution)
-        old = _merge_distribution_outer_dims(old)
-        observation = _merge_outer_dims(info.observation)
-        state = _merge_outer_dims(info.state)
+        old = dist_ops.merge_outer_dims(old)
+        observation = dist_ops.merge_outer_dims(info.observation)
+        state = dist_ops.merge_outer_dims(info.state)
         step_type = tf.reshape(training_info.step_type, [-1])
         mask = tf.reshape(valid_masks, [-1])
         n = tf.shape(step_type)[0]
@@ -365,7 +318,7 @@ class TracAlgorithm(OnPolicyAlgorithm):
         def _change():
             new = self._ac_algorithm.rollout(time_step,
                                              state).info.action_distribution
-            kl = tf.stop_gradient(action_distance(old, new))
+            kl = tf.stop_gradient(dist_ops.action_distance(old, new))
             return tf.sqrt(tf.maximum(masked_mean(kl, mask), 0.0))
 
         return _change
@@ -382,6 +335,7 @@ def _unwrap_training_info(training_info):
 
 
 def _same_specs(a, b):
+    """Same structure, shapes, dtypes and bounds (names aside)."""
     try:
         tf.nest.assert_same_structure(a, b)
     except (TypeError, ValueError):
@@ -389,12 +343,9 @@ def _same_specs(a, b):
     for x, y in zip(tf.nest.flatten(a), tf.nest.flatten(b)):
         if x.shape != y.shape or x.dtype != y.dtype:
             return False
-        bounds = [(getattr(s, 'minimum', None), getattr(s, 'maximum', None))
-                  for s in (x, y)]
-        if (bounds[0][0] is None) != (bounds[1][0] is None):
+        if is_bounded(x) != is_bounded(y):
             return False
-        if bounds[0][0] is not None and not (
-                np.array_equal(bounds[0][0], bounds[1][0])
-                and np.array_equal(bounds[0][1], bounds[1][1])):
+        # BoundedTensorSpec's == compares shape, dtype and bounds.
+        if is_bounded(x) and x != y:
             return False
     return True

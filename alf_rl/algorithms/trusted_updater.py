@@ -22,6 +22,8 @@ update is dropped (the variables get their remembered values back) instead
 of stopping training, as ALF did.
 """
 
+from typing import Any, Callable, Iterable, Tuple
+
 import tensorflow as tf
 
 
@@ -44,8 +46,11 @@ class TrustedUpdater(object):
             iteration count.
     """
 
-    def __init__(self, variables, max_change, shrink_factor=0.9,
-                 max_iterations=20):
+    def __init__(self,
+                 variables: Iterable[tf.Variable],
+                 max_change: Any,
+                 shrink_factor: float = 0.9,
+                 max_iterations: int = 20):
         variables = list(variables)
         if not variables:
             raise ValueError("TrustedUpdater: no variables to update")
@@ -69,11 +74,11 @@ class TrustedUpdater(object):
         ]
 
     @property
-    def variables(self):
+    def variables(self) -> list:
         """The variables whose updates are bounded."""
         return list(self._variables)
 
-    def remember(self):
+    def remember(self) -> None:
         """Stores the current values of the variables (call before the
         update)."""
         for b, v in zip(self._backups, self._variables):
@@ -93,7 +98,7 @@ class TrustedUpdater(object):
         for b, v in zip(self._backups, self._variables):
             v.assign(b + (v - b) * tf.cast(scale, v.dtype))
 
-    def adjust(self, change_fn):
+    def adjust(self, change_fn: Callable[[], Any]) -> Tuple[Any, tf.Tensor]:
         """Shrinks the update since ``remember`` until the change is bounded.
 
         Args:

@@ -24,14 +24,23 @@ Tested with ``Categorical`` (any integer dtype), ``Normal``, ``Deterministic``,
 normal). Parameters must carry the outer (batch/time) dims.
 """
 
+from typing import Any, Callable, Dict, Optional, Union
+
 import numpy as np
 import tensorflow as tf
 import tensorflow_probability as tfp
 
 from alf_rl.utils import nest as nest_utils
+from alf_rl.utils.common import make_stateless_seed
 
 tfd = tfp.distributions
 tfb = tfp.bijectors
+
+#: A nest (tuples, lists, dicts, namedtuples) of tensors, distributions or
+#: specs.
+Nest = Any
+#: ``None``, an int, or a stateless [2] int seed tensor.
+Seed = Union[None, int, tf.Tensor]
 
 
 class StableTanh(tfb.Tanh):
@@ -43,7 +52,8 @@ class StableTanh(tfb.Tanh):
     log-det-Jacobian is the numerically stable one of ``tfb.Tanh``).
     """
 
-    def __init__(self, validate_args=False, name='stable_tanh'):
+    def __init__(self, validate_args: bool = False,
+                 name: str = 'stable_tanh'):
         super().__init__(validate_args=validate_args, name=name)
 
     def _inverse(self, y):
@@ -118,21 +128,23 @@ class DistributionSpec(object):
             element of the parameters (no outer dims).
     """
 
-    def __init__(self, builder, input_params_spec):
+    def __init__(self, builder: Callable[..., tfd.Distribution],
+                 input_params_spec: Dict[str, Any]):
         self._builder = builder
         self._input_params_spec = input_params_spec
 
     @property
-    def builder(self):
+    def builder(self) -> Callable[..., tfd.Distribution]:
         """The callable that builds the distribution from parameters."""
         return self._builder
 
     @property
-    def input_params_spec(self):
+    def input_params_spec(self) -> Dict[str, Any]:
         """dict nest of ``tf.TensorSpec`` of the parameters, no outer dims."""
         return self._input_params_spec
 
-    def build_distribution(self, params):
+    def build_distribution(self, params: Dict[str, Any]
+                           ) -> tfd.Distribution:
         """The distribution for ``params``.
 
         Args:
@@ -148,9 +160,9 @@ class DistributionSpec(object):
         return self._builder(**params)
 
     def __repr__(self):
-        return "DistributionSpec(%s, %s)" % (getattr(
-            self._builder, 'description', self._builder),
-                                             self._input_params_spec)
+        builder = (self._builder.description
+                   if isinstance(self._builder, _Builder) else self._builder)
+        return "DistributionSpec(%s, %s)" % (builder, self._input_params_spec)
 
 
 class _Builder(object):
@@ -211,7 +223,7 @@ def _tensor_spec(tensor, from_dim):
     return tf.TensorSpec(tensor.shape[from_dim:], tensor.dtype)
 
 
-def extract_spec(nest, from_dim=1):
+def extract_spec(nest: Nest, from_dim: int = 1) -> Nest:
     """Specs of a nest of tensors and distributions.
 
     Args:
@@ -232,7 +244,7 @@ def extract_spec(nest, from_dim=1):
     return tf.nest.map_structure(_extract, nest)
 
 
-def to_params_spec(nest_of_specs):
+def to_params_spec(nest_of_specs: Nest) -> Nest:
     """Replaces each ``DistributionSpec`` by its ``input_params_spec``.
 
     Args:
@@ -248,7 +260,7 @@ def to_params_spec(nest_of_specs):
         if isinstance(s, DistributionSpec) else s, nest_of_specs)
 
 
-def distributions_to_params(nest):
+def distributions_to_params(nest: Nest) -> Nest:
     """Replaces each distribution by its dict of parameter tensors.
 
     Args:
@@ -264,7 +276,8 @@ def distributions_to_params(nest):
         if isinstance(x, tfd.Distribution) else x, nest)
 
 
-def params_to_distributions(nest_of_params, nest_of_specs):
+def params_to_distributions(nest_of_params: Nest, nest_of_specs: Nest
+                            ) -> Nest:
     """Inverse of ``distributions_to_params``.
 
     Args:
@@ -320,7 +333,8 @@ def _leaf_seeds(seed, n):
     return tf.unstack(tfp.random.split_seed(seed, n))
 
 
-def sample_action_distribution(nest_of_distributions, seed=None):
+def sample_action_distribution(nest_of_distributions: Nest,
+                               seed: Seed = None) -> Nest:
     """Samples one action from each distribution of a nest.
 
     Args:
@@ -356,7 +370,7 @@ def _mode(dist):
     return dist.mode()
 
 
-def mode(nest):
+def mode(nest: Nest) -> Nest:
     """The greedy action of each distribution of a nest.
 
     ``argmax`` for ``Categorical`` (keeping its dtype), ``loc`` for
@@ -379,7 +393,9 @@ def _reduce_to_outer(x, outer_rank):
     return tf.reduce_sum(x, axis=list(range(outer_rank, len(x.shape))))
 
 
-def log_prob(nest_of_distributions, nest_of_actions, outer_rank=None):
+def log_prob(nest_of_distributions: Nest,
+             nest_of_actions: Nest,
+             outer_rank: Optional[int] = None) -> tf.Tensor:
     """Sum of the log-probabilities of a nest of actions.
 
     Args:
@@ -418,7 +434,9 @@ def _entropy(dist, seed, outer_rank):
     return _reduce_to_outer(ent, outer_rank)
 
 
-def entropy(nest_of_distributions, seed=None, outer_rank=None):
+def entropy(nest_of_distributions: Nest,
+            seed: Seed = None,
+            outer_rank: Optional[int] = None) -> tf.Tensor:
     """Sum of the entropies of a nest of distributions.
 
     Analytic where TFP has it; otherwise (the tanh-squashed normal) the
@@ -439,7 +457,7 @@ def entropy(nest_of_distributions, seed=None, outer_rank=None):
         [_entropy(d, s, outer_rank) for d, s in zip(flat, seeds)])
 
 
-def cast_to_spec(nest_of_actions, nest_of_specs):
+def cast_to_spec(nest_of_actions: Nest, nest_of_specs: Nest) -> Nest:
     """Casts a nest of actions to the dtypes of a nest of specs.
 
     Args:
@@ -451,3 +469,66 @@ def cast_to_spec(nest_of_actions, nest_of_specs):
     """
     return tf.nest.map_structure(lambda a, s: tf.cast(a, s.dtype),
                                  nest_of_actions, nest_of_specs)
+
+
+def merge_outer_dims(nest: Nest) -> Nest:
+    """A nest of [T, B, ...] tensors and [T, B] distributions as [T * B].
+
+    Distributions are rebuilt from their parameters reshaped to
+    ``[T * B, ...]`` (gradients flow into the parameters); tensors are
+    reshaped. Inner dims must be static.
+
+    Args:
+        nest: nest of tensors [T, B, ...] and distributions with batch
+            [T, B].
+    Returns:
+        The same nest with [T * B, ...] tensors and [T * B] distributions.
+    """
+    spec = extract_spec(nest, from_dim=2)
+    params = tf.nest.map_structure(
+        lambda x: tf.reshape(x, [-1] + x.shape[2:].as_list()),
+        distributions_to_params(nest))
+    return params_to_distributions(params, spec)
+
+
+def action_distance(old: Nest, new: Nest, seed: Seed = None) -> tf.Tensor:
+    """Per-sample divergence between two nests of action distributions.
+
+        D(old, new) = sum_leaves KL(old_i || new_i)
+
+    ``KL(old || new)`` per leaf: analytic where TFP has it; for two
+    ``TransformedDistribution``s (e.g. tanh-squashed normals from one
+    network, hence the same bijector) the KL of their base distributions,
+    which a bijection leaves unchanged; otherwise the one-sample estimate
+    ``log old(a) - log new(a)`` with ``a ~ old``. Tensor leaves
+    (deterministic actions) give the squared distance ``||new - old||^2``
+    summed over the action dims. Leaves are summed. 0 when ``old`` and
+    ``new`` are the same; >= 0 except for the sampled estimate.
+
+    Args:
+        old: nest of distributions (or action tensors) with batch [N].
+        new: the same nest with batch [N].
+        seed: stateless seed for sampled estimates (None: draw one from
+            the global generator, only when a leaf needs it).
+    Returns:
+        [N] float32.
+    """
+    tf.nest.assert_same_structure(old, new)
+    terms = []
+    for p, q in zip(tf.nest.flatten(old), tf.nest.flatten(new)):
+        if not isinstance(p, tfd.Distribution):
+            d = tf.square(tf.cast(q, tf.float32) - tf.cast(p, tf.float32))
+            terms.append(tf.reduce_sum(tf.reshape(d, [tf.shape(d)[0], -1]),
+                                       axis=-1))
+            continue
+        if (isinstance(p, tfd.TransformedDistribution)
+                and isinstance(q, tfd.TransformedDistribution)):
+            p, q = p.distribution, q.distribution
+        try:
+            kl = tfd.kl_divergence(p, q)
+        except NotImplementedError:
+            a = p.sample(
+                seed=make_stateless_seed() if seed is None else seed)
+            kl = p.log_prob(a) - q.log_prob(a)
+        terms.append(kl)
+    return tf.add_n(terms)

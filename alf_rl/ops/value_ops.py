@@ -19,9 +19,14 @@ These ops do not stop gradients; callers using the results as targets should
 wrap them (or their inputs) in ``tf.stop_gradient``.
 """
 
+from typing import Optional, Tuple, Union
+
+import numpy as np
 import tensorflow as tf
 
 from alf_rl.data_structures import StepType
+
+TensorLike = Union[tf.Tensor, np.ndarray]
 
 
 def _prepare(rewards, values, step_types, discounts, time_major):
@@ -77,12 +82,12 @@ def _finish(x, time_major):
     return x if time_major else _swap_first_two(x)
 
 
-def discounted_return(rewards,
-                      values,
-                      step_types,
-                      discounts,
-                      final_value=None,
-                      time_major=True):
+def discounted_return(rewards: TensorLike,
+                      values: TensorLike,
+                      step_types: TensorLike,
+                      discounts: TensorLike,
+                      final_value: Optional[TensorLike] = None,
+                      time_major: bool = True) -> tf.Tensor:
     """Discounted returns of the first T-1 steps, restarting at LAST steps.
 
     G_{T-1} = final_value (default v_{T-1})
@@ -123,12 +128,12 @@ def discounted_return(rewards,
     return _finish(returns, time_major)
 
 
-def generalized_advantage_estimation(rewards,
-                                     values,
-                                     step_types,
-                                     discounts,
-                                     td_lambda=1.0,
-                                     time_major=True):
+def generalized_advantage_estimation(rewards: TensorLike,
+                                     values: TensorLike,
+                                     step_types: TensorLike,
+                                     discounts: TensorLike,
+                                     td_lambda: Union[float, tf.Tensor] = 1.0,
+                                     time_major: bool = True) -> tf.Tensor:
     """GAE(λ) advantages of the first T-1 steps, cut at LAST steps.
 
     delta_t = r_{t+1} + d_{t+1} * v_{t+1} - v_t
@@ -169,17 +174,21 @@ def generalized_advantage_estimation(rewards,
     return _finish(advantages, time_major)
 
 
-def td_lambda_return(rewards,
-                     values,
-                     step_types,
-                     discounts,
-                     td_lambda=1.0,
-                     time_major=True):
-    """TD(λ) returns of the first T-1 steps: GAE(λ) advantages plus values.
+def advantages_and_returns(rewards: TensorLike,
+                           values: TensorLike,
+                           step_types: TensorLike,
+                           discounts: TensorLike,
+                           td_lambda: Union[float, tf.Tensor] = 1.0,
+                           time_major: bool = True
+                           ) -> Tuple[tf.Tensor, tf.Tensor]:
+    """GAE(λ) advantages and the TD(λ) returns they imply, in one pass.
 
-    G^λ_t = A^λ_t + v_t, i.e. G^λ_t = v_t at LAST steps and otherwise
-    G^λ_t = r_{t+1} + d_{t+1} * ((1-λ) v_{t+1} + λ G^λ_{t+1}),
-    with G^λ_{T-1} = v_{T-1}.
+    A^λ_t = ``generalized_advantage_estimation`` (0 at LAST steps)
+    G^λ_t = A^λ_t + v_t
+
+    So ``G^λ_t = v_t`` at LAST steps and otherwise
+    ``G^λ_t = r_{t+1} + d_{t+1} * ((1-λ) v_{t+1} + λ G^λ_{t+1})``, with
+    ``G^λ_{T-1} = v_{T-1}``; with λ=1, ``G^λ`` is ``discounted_return``.
 
     Args:
         rewards: [T, B] float, ``r_t`` received on arriving at step t.
@@ -187,13 +196,33 @@ def td_lambda_return(rewards,
         step_types: [T, B] int32 ``StepType``.
         discounts: [T, B] float, ``d_t`` (gamma already included).
         td_lambda: λ in [0, 1].
-        time_major: ``False`` for [B, T] inputs (result then [B, T-1]).
+        time_major: ``False`` for [B, T] inputs (results then [B, T-1]).
 
     Returns:
-        [T-1, B] λ-returns in the dtype of ``values``.
+        ``(advantages, returns)``, both [T-1, B] in the dtype of ``values``.
     """
     advantages = generalized_advantage_estimation(
         rewards, values, step_types, discounts, td_lambda, time_major)
     values = tf.convert_to_tensor(values)
     v_tm1 = values[:-1] if time_major else values[:, :-1]
-    return advantages + v_tm1
+    return advantages, advantages + v_tm1
+
+
+def td_lambda_return(rewards: TensorLike,
+                     values: TensorLike,
+                     step_types: TensorLike,
+                     discounts: TensorLike,
+                     td_lambda: Union[float, tf.Tensor] = 1.0,
+                     time_major: bool = True) -> tf.Tensor:
+    """TD(λ) returns of the first T-1 steps: GAE(λ) advantages plus values.
+
+    The returns of ``advantages_and_returns``: same arguments, and the
+    equation is there.
+
+    Returns:
+        [T-1, B] (``[B, T-1]`` when not ``time_major``) λ-returns in the
+        dtype of ``values``.
+    """
+    return advantages_and_returns(rewards, values, step_types, discounts,
+                                  td_lambda, time_major)[1]
+

@@ -17,7 +17,8 @@ from alf_rl.environments.suite_unittest import PolicyUnittestEnv
 from alf_rl.environments.tf_environment import TFPyEnvironment
 from alf_rl.networks import ActorDistributionNetwork, ValueNetwork
 from alf_rl.ops import distributions as dist_ops
-from alf_rl.ops import value_ops
+from alf_rl.ops import policy_losses, value_ops
+from alf_rl.ops.masks import masked_mean
 from alf_rl.utils.common import set_random_seed
 
 F, M, L = StepType.FIRST, StepType.MID, StepType.LAST
@@ -116,6 +117,31 @@ def test_ppo_loss_without_precomputed_advantages_raises():
     ti = ti._replace(rollout_info=())
     with pytest.raises(ValueError, match='precomputed'):
         PPOLoss()(ti, ti.info.value)
+
+
+def test_kl_early_stop_reads_the_loss_approx_kl_from_training_info():
+    """``continue_training`` computes the loss's ``approx_kl`` (same ops,
+    same tensors) from the training info and the valid mask: the stop
+    triggers exactly when the reported mean passes 1.5 * target_kl."""
+    new_p = [[0.6, 0.3, 0.5], [0.2, 0.5, 0.9]]
+    old_p = [[0.4, 0.6, 0.5], [0.5, 0.5, 0.1]]
+    ti = _training_info(new_p, old_p, [[1.0] * 3] * 2,
+                        step_type=[[M, M, M], [M, L, M]])
+    mask = tf.constant([[1., 1., 1.], [1., 0., 1.]])
+    loss = PPOLoss()
+    extra = loss(ti, ti.info.value).extra
+    np.testing.assert_array_equal(
+        extra.approx_kl.numpy(),
+        policy_losses.approx_kl(loss.log_importance_ratio(ti)).numpy())
+    kl = float(masked_mean(extra.approx_kl, mask))
+    assert kl > 0.0
+    for target_kl, keep_going in ((kl / 1.5 * 1.001, True),
+                                  (kl / 1.5 * 0.999, False)):
+        alg = PPOAlgorithm(tf.TensorSpec([2]), _discrete_spec(), loss=loss,
+                           target_kl=target_kl)
+        assert bool(alg.continue_training(ti, mask)) is keep_going
+    assert bool(PPOAlgorithm(tf.TensorSpec([2]), _discrete_spec())
+                .continue_training(ti, mask))
 
 
 def test_preprocess_experience_matches_value_ops_gae():
@@ -269,6 +295,12 @@ def test_loss_must_be_ppo_loss():
     with pytest.raises(TypeError, match='PPOLoss'):
         PPOAlgorithm(tf.TensorSpec([2]), _discrete_spec(),
                      loss=ActorCriticLoss())
+    # And an actor-critic's loss is an ActorCriticLoss (its extra declares
+    # the entropy-target fields the algorithm fills in).
+    from alf_rl.algorithms import ActorCriticAlgorithm
+    with pytest.raises(TypeError, match='ActorCriticLoss'):
+        ActorCriticAlgorithm(tf.TensorSpec([2]), _discrete_spec(),
+                             loss=lambda training_info, value: None)
 
 
 def test_continuous_sample_is_stored_and_the_env_gets_it_clipped():

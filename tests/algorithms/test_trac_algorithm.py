@@ -11,7 +11,9 @@ import tf_keras
 
 from alf_rl.algorithms import (ActorCriticAlgorithm, ActorCriticLoss,
                                PPOAlgorithm, PPOLoss, TracAlgorithm)
-from alf_rl.algorithms.trac_algorithm import TracInfo, action_distance
+from alf_rl.algorithms.on_policy_algorithm import OnPolicyAlgorithm
+from alf_rl.algorithms.ppo_algorithm import PPOInfo
+from alf_rl.algorithms.trac_algorithm import TracInfo
 from alf_rl.data_structures import TrainingInfo, make_experience
 from alf_rl.drivers import OnPolicyDriver
 from alf_rl.environments.suite_unittest import PolicyUnittestEnv
@@ -126,23 +128,34 @@ def test_wraps_an_instance_and_checks_specs():
     # The environment gets the wrapped algorithm's env_action.
     ac.env_action = lambda action: action + 7
     assert int(trac.env_action(tf.constant(1))) == 8
+    # Only an actor-critic has an actor network whose step can be bounded.
+    with pytest.raises(TypeError, match='ActorCriticAlgorithm'):
+        TracAlgorithm(ac_algorithm=OnPolicyAlgorithm(env.observation_spec(),
+                                                     env.action_spec()))
 
 
-def test_action_distance_kinds():
-    p = tfd.Categorical(logits=[[0.0, 0.0]])
-    q = tfd.Categorical(logits=[[float(np.log(3.0)), 0.0]])
-    np.testing.assert_allclose(action_distance(p, q).numpy(),
-                               tfd.kl_divergence(p, q).numpy(), rtol=1e-6)
-    base_p = tfd.Independent(tfd.Normal([[0.0]], [[1.0]]), 1)
-    base_q = tfd.Independent(tfd.Normal([[1.0]], [[1.0]]), 1)
-    squash = tfp.bijectors.Tanh()
-    np.testing.assert_allclose(
-        action_distance(tfd.TransformedDistribution(base_p, squash),
-                        tfd.TransformedDistribution(base_q, squash)).numpy(),
-        [0.5], rtol=1e-6)
-    np.testing.assert_allclose(
-        action_distance(tf.constant([[1.0, 2.0]]),
-                        tf.constant([[0.0, 0.0]])).numpy(), [5.0])
+def test_continue_training_is_the_wrapped_algorithms():
+    """PPO's KL early stop sees its own infos through the wrapper."""
+    env = TFPyEnvironment(PolicyUnittestEnv(2, 5))
+    probs = lambda p: tfd.Categorical(probs=tf.constant(p))
+    ppo_info = lambda p: PPOInfo(action_distribution=probs(p),
+                                 value=tf.zeros([1, 2]),
+                                 returns=tf.zeros([1, 2]),
+                                 advantages=tf.zeros([1, 2]))
+    training_info = TrainingInfo(
+        action=tf.zeros([1, 2], tf.int64),
+        step_type=tf.ones([1, 2], tf.int32),
+        reward=tf.zeros([1, 2]),
+        discount=tf.ones([1, 2]),
+        info=TracInfo(ac=ppo_info([[[0.9, 0.1], [0.5, 0.5]]])),
+        rollout_info=TracInfo(ac=ppo_info([[[0.5, 0.5], [0.5, 0.5]]])))
+    mask = tf.ones([1, 2])
+    # Mean of (r - 1) - log r over r = 1.8, 1: 0.5 * (0.8 - log 1.8) = 0.106
+    for target_kl, keep_going in ((0.1, True), (0.05, False), (None, True)):
+        ppo = _ac_ctor(1e-3, loss=PPOLoss(), cls=PPOAlgorithm)(
+            env.observation_spec(), env.action_spec(), target_kl=target_kl)
+        trac = TracAlgorithm(ac_algorithm=ppo)
+        assert bool(trac.continue_training(training_info, mask)) is keep_going
 
 
 def test_ppo_through_replay_training():

@@ -219,3 +219,47 @@ def test_params_structure_mismatch_message():
     spec = dist_ops.extract_spec({'a': tfd.Normal(tf.zeros([2]), 1.)})
     with pytest.raises(ValueError, match=r"\['a'\]"):
         dist_ops.params_to_distributions({'a': tf.zeros([2])}, spec)
+
+
+def test_action_distance_kinds_and_identities():
+    p = tfd.Categorical(logits=[[0.0, 0.0]])
+    q = tfd.Categorical(logits=[[float(np.log(3.0)), 0.0]])
+    # KL(p || q) with p = (1/2, 1/2), q = (3/4, 1/4):
+    # 1/2 log(2/3) + 1/2 log(2).
+    expected = 0.5 * np.log(2.0 / 3.0) + 0.5 * np.log(2.0)
+    np.testing.assert_allclose(dist_ops.action_distance(p, q).numpy(),
+                               [expected], rtol=1e-6)
+    # Identity: a distribution is at distance 0 from itself.
+    np.testing.assert_allclose(dist_ops.action_distance(p, p).numpy(), [0.0],
+                               atol=1e-7)
+    # Squashed normals: the KL of the bases, (1 - 0)^2 / 2 for unit scales.
+    base_p = tfd.Independent(tfd.Normal([[0.0]], [[1.0]]), 1)
+    base_q = tfd.Independent(tfd.Normal([[1.0]], [[1.0]]), 1)
+    squash = tfp.bijectors.Tanh()
+    np.testing.assert_allclose(
+        dist_ops.action_distance(tfd.TransformedDistribution(base_p, squash),
+                                 tfd.TransformedDistribution(base_q,
+                                                             squash)).numpy(),
+        [0.5], rtol=1e-6)
+    # Deterministic actions: squared distance summed over the action dims;
+    # leaves of a nest are summed.
+    np.testing.assert_allclose(
+        dist_ops.action_distance(tf.constant([[1.0, 2.0]]),
+                                 tf.constant([[0.0, 0.0]])).numpy(), [5.0])
+    np.testing.assert_allclose(
+        dist_ops.action_distance((p, tf.constant([[1.0]])),
+                                 (q, tf.constant([[3.0]]))).numpy(),
+        [expected + 4.0], rtol=1e-6)
+
+
+def test_merge_outer_dims_of_tensors_and_distributions():
+    logits = tf.reshape(tf.range(12, dtype=tf.float32), [2, 3, 2])
+    nest = {'obs': tf.reshape(tf.range(6 * 4), [2, 3, 4]),
+            'dist': tfd.Categorical(logits=logits)}
+    merged = dist_ops.merge_outer_dims(nest)
+    assert merged['obs'].shape == (6, 4)
+    np.testing.assert_array_equal(merged['obs'].numpy()[4],
+                                  nest['obs'].numpy()[1, 1])
+    assert merged['dist'].batch_shape == (6, )
+    np.testing.assert_allclose(merged['dist'].logits.numpy(),
+                               np.reshape(logits.numpy(), [6, 2]))

@@ -207,3 +207,31 @@ def test_bad_inputs_are_rejected():
     with pytest.raises(TypeError, match='step_types'):
         value_ops.discounted_return(REWARDS, VALUES,
                                     STEP_TYPES.astype(np.float32), DISCOUNTS)
+
+
+def test_advantages_and_returns_identities():
+    adv, ret = value_ops.advantages_and_returns(*_args(), td_lambda=0.5)
+    # The advantages are GAE's and G^λ - A^λ is the value, exactly.
+    np.testing.assert_array_equal(
+        adv.numpy(),
+        value_ops.generalized_advantage_estimation(*_args(), 0.5).numpy())
+    np.testing.assert_array_equal(ret.numpy(), adv.numpy() + VALUES[:-1])
+    np.testing.assert_array_equal(
+        ret.numpy(), value_ops.td_lambda_return(*_args(), 0.5).numpy())
+    # λ = 1: the discounted return (hand-computed above), and at LAST steps
+    # the return is the value.
+    _, ret1 = value_ops.advantages_and_returns(*_args(), td_lambda=1.0)
+    np.testing.assert_allclose(ret1.numpy(), EXPECTED_RETURNS, atol=1e-5)
+    is_last = STEP_TYPES[:-1] == L
+    np.testing.assert_array_equal(ret.numpy()[is_last],
+                                  VALUES[:-1][is_last])
+    # λ = 0: the one-step TD target r + d v', the TD errors plus values.
+    _, ret0 = value_ops.advantages_and_returns(*_args(), td_lambda=0.0)
+    np.testing.assert_allclose(ret0.numpy(),
+                               EXPECTED_TD_ERRORS + VALUES[:-1])
+    # Batch-major gives the transpose.
+    adv_bm, ret_bm = value_ops.advantages_and_returns(
+        *_args(time_major=False), td_lambda=0.5, time_major=False)
+    np.testing.assert_allclose(adv_bm.numpy(), adv.numpy().T)
+    np.testing.assert_allclose(ret_bm.numpy(), ret.numpy().T)
+
