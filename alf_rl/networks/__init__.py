@@ -1,9 +1,15 @@
 """Networks built from specs (``tf.Module``s with variables created in the
 constructor). Each is called as ``net(observation, state=()) -> (output,
-state)`` with outer dims [B] or [T, B]."""
+state)`` with outer dims [B] or [T, B].
+
+The actor, value and Q networks are an encoder (``EncodingNetwork``, or
+``LSTMEncodingNetwork`` for the RNN variants; any ``encoding_network_ctor``)
+followed by a head (``EncoderHead``); the encoder's arguments
+(``fc_layer_params``, ``activation``, ...) are passed through the head."""
 
 from alf_rl.networks.network import Network
 from alf_rl.networks.encoding_network import EncodingNetwork
+from alf_rl.networks.encoder_head import EncoderHead
 from alf_rl.networks.projection_networks import (CategoricalProjectionNetwork,
                                                  NormalProjectionNetwork)
 from alf_rl.networks.actor_distribution_network import ActorDistributionNetwork
@@ -15,7 +21,8 @@ from alf_rl.networks.rnn_networks import (ActorDistributionRnnNetwork,
                                           ValueRnnNetwork)
 
 __all__ = [
-    'Network', 'EncodingNetwork', 'CategoricalProjectionNetwork',
+    'Network', 'EncodingNetwork', 'EncoderHead',
+    'CategoricalProjectionNetwork',
     'NormalProjectionNetwork', 'ActorDistributionNetwork', 'ValueNetwork',
     'CriticNetwork', 'QNetwork', 'ActorNetwork', 'LSTMEncodingNetwork',
     'ActorDistributionRnnNetwork', 'ValueRnnNetwork'

@@ -1,19 +1,29 @@
 """``ActorDistributionNetwork``: observation -> nest of action distributions."""
 
+import functools
+from typing import Any, Callable, List
+
 import gin
 import tensorflow as tf
 
 from alf_rl import specs as alf_specs
+from alf_rl.networks.encoder_head import EncoderCtor, EncoderHead
 from alf_rl.networks.encoding_network import EncodingNetwork
-from alf_rl.networks.network import Network, _ctor_args
+from alf_rl.networks.network import _ctor_args
 from alf_rl.networks.projection_networks import (CategoricalProjectionNetwork,
                                                  NormalProjectionNetwork)
 from alf_rl.utils import nest as nest_utils
+from alf_rl.utils.nest import Nest
+
+# ``ctor(input_size, action_spec) -> module`` mapping [B, D] features to the
+# distribution of one action leaf.
+ProjectionCtor = Callable[[int, tf.TensorSpec], tf.Module]
 
 
-def make_projection_networks(input_size, action_spec,
-                             discrete_projection_net_ctor,
-                             continuous_projection_net_ctor):
+def make_projection_networks(
+        input_size: int, action_spec: Nest,
+        discrete_projection_net_ctor: ProjectionCtor,
+        continuous_projection_net_ctor: ProjectionCtor) -> List[tf.Module]:
     """One projection module per action leaf (``tf.nest.flatten`` order).
 
     Args:
@@ -49,10 +59,48 @@ def make_projection_networks(input_size, action_spec,
     return projections
 
 
+class ActorDistributionHead(EncoderHead):
+    """An encoder, then one projection per action leaf.
+
+    The shared body of ``ActorDistributionNetwork`` (feed-forward encoder)
+    and ``ActorDistributionRnnNetwork`` (LSTM encoder); see the former for
+    the arguments. Both subclass this, not each other: gin wraps a
+    configurable's ``__init__``, so a ``super().__init__`` into the other
+    would apply that class's bindings too.
+    """
+
+    def __init__(self, input_tensor_spec: Nest, action_spec: Nest,
+                 encoding_network_ctor: EncoderCtor,
+                 discrete_projection_net_ctor: ProjectionCtor,
+                 continuous_projection_net_ctor: ProjectionCtor, name: str,
+                 **encoder_kwargs: Any):
+        super().__init__(input_tensor_spec,
+                         _ctor_args(locals(), 'encoder_kwargs'), name)
+        self._action_spec = action_spec
+        with self.name_scope:
+            self._encoder = self._make_encoder(encoding_network_ctor,
+                                               encoder_kwargs)
+            self._projections = make_projection_networks(
+                self._encoder.output_size, action_spec,
+                discrete_projection_net_ctor, continuous_projection_net_ctor)
+
+    @property
+    def action_spec(self) -> Nest:
+        """Nest of action specs."""
+        return self._action_spec
+
+    def _head(self, encoding: tf.Tensor) -> Nest:
+        """A nest like ``action_spec`` of distributions with batch shape [B]
+        (or [T, B]) from the encoding [B, D] (or [T, B, D])."""
+        dists = [proj(encoding) for proj in self._projections]
+        return tf.nest.pack_sequence_as(self._action_spec, dists)
+
+
 @gin.configurable
-class ActorDistributionNetwork(Network):
+class ActorDistributionNetwork(ActorDistributionHead):
     """Encodes the observation, then projects it to one distribution per
-    action leaf.
+    action leaf: ``net(observation, state=()) -> (distributions, state)``,
+    distributions with batch shape [B] (or [T, B]).
 
     Integer action leaves (bounded, scalar or vector) use
     ``discrete_projection_net_ctor`` (default ``CategoricalProjectionNetwork``,
@@ -61,8 +109,8 @@ class ActorDistributionNetwork(Network):
     bind ``NormalProjectionNetwork.scale_distribution=True`` or pass a
     ``functools.partial`` for the tanh-squashed normal of SAC).
 
-    Hidden activation defaults to ReLU (as TF-Agents/ALF); for on-policy
-    methods on continuous control, ``activation=tf.nn.tanh`` (as
+    The encoder's hidden activation defaults to ReLU (as TF-Agents/ALF); for
+    on-policy methods on continuous control, ``activation=tf.nn.tanh`` (as
     Stable-Baselines3's PPO) is a common alternative.
 
     Args:
@@ -70,64 +118,37 @@ class ActorDistributionNetwork(Network):
         action_spec: nest of ``BoundedTensorSpec`` (integer leaves must be
             bounded; float leaves may be unbounded unless the continuous
             projection needs bounds).
-        fc_layer_params: hidden layer sizes of the encoder.
-        conv_layer_params: optional ``(filters, kernel, strides)`` list for
-            image leaves.
-        activation: hidden activation.
-        preprocessing_combiner: see ``EncodingNetwork``.
-        kernel_initializer: hidden kernels' initializer (see
-            ``EncodingNetwork``).
+        encoding_network_ctor: builds the encoder (see ``EncoderCtor``);
+            default an ``EncodingNetwork`` with ``fc_layer_params=(64,
+            64)``. ``LSTMEncodingNetwork`` gives a recurrent actor (as
+            ``ActorDistributionRnnNetwork``).
         discrete_projection_net_ctor: ``ctor(input_size, action_spec)`` ->
             projection module for an integer leaf.
         continuous_projection_net_ctor: ``ctor(input_size, action_spec)`` ->
             projection module for a float leaf.
         name: module name.
+        **encoder_kwargs: ``encoding_network_ctor``'s arguments, e.g.
+            ``fc_layer_params``, ``activation`` (see ``EncodingNetwork``).
 
     Raises:
         ValueError: an action leaf with an unsupported spec (message names
             its path).
+        TypeError: an encoder argument that ``encoding_network_ctor`` does
+            not take.
     """
 
     def __init__(self,
-                 input_tensor_spec,
-                 action_spec,
-                 fc_layer_params=(64, 64),
-                 conv_layer_params=None,
-                 activation=tf.nn.relu,
-                 preprocessing_combiner=None,
-                 kernel_initializer=None,
-                 discrete_projection_net_ctor=CategoricalProjectionNetwork,
-                 continuous_projection_net_ctor=NormalProjectionNetwork,
-                 name='ActorDistributionNetwork'):
-        ctor_args = _ctor_args(locals())
-        super().__init__(input_tensor_spec, name=name)
-        self._set_ctor_args(ctor_args)
-        self._action_spec = action_spec
-        with self.name_scope:
-            self._encoder = EncodingNetwork(
-                input_tensor_spec,
-                conv_layer_params=conv_layer_params,
-                fc_layer_params=fc_layer_params,
-                activation=activation,
-                preprocessing_combiner=preprocessing_combiner,
-                kernel_initializer=kernel_initializer,
-                name='encoder')
-            self._projections = make_projection_networks(
-                self._encoder.output_size, action_spec,
-                discrete_projection_net_ctor, continuous_projection_net_ctor)
-
-    @property
-    def action_spec(self):
-        """Nest of action specs."""
-        return self._action_spec
-
-    def _call(self, observation, state, outer_rank):
-        """The action distributions.
-
-        Returns:
-            ``(distributions, state)``: a nest like ``action_spec`` of
-            distributions with batch shape [B] (or [T, B]), and ``()``.
-        """
-        h, _ = self._encoder(observation)
-        dists = [proj(h) for proj in self._projections]
-        return tf.nest.pack_sequence_as(self._action_spec, dists), state
+                 input_tensor_spec: Nest,
+                 action_spec: Nest,
+                 encoding_network_ctor: EncoderCtor = functools.partial(
+                     EncodingNetwork, fc_layer_params=(64, 64)),
+                 discrete_projection_net_ctor: ProjectionCtor = (
+                     CategoricalProjectionNetwork),
+                 continuous_projection_net_ctor: ProjectionCtor = (
+                     NormalProjectionNetwork),
+                 name: str = 'ActorDistributionNetwork',
+                 **encoder_kwargs: Any):
+        super().__init__(input_tensor_spec, action_spec,
+                         encoding_network_ctor, discrete_projection_net_ctor,
+                         continuous_projection_net_ctor, name,
+                         **encoder_kwargs)

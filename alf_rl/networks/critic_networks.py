@@ -1,12 +1,18 @@
 """Critics: ``CriticNetwork`` Q(s, a) for continuous actions and
 ``QNetwork`` Q(s, .) for a discrete action."""
 
+import functools
+from typing import Any, Optional, Sequence, Tuple
+
 import gin
 import tensorflow as tf
 
 from alf_rl import specs as alf_specs
-from alf_rl.networks.encoding_network import EncodingNetwork
-from alf_rl.networks.network import Network, _ctor_args
+from alf_rl.networks.encoder_head import EncoderCtor, EncoderHead
+from alf_rl.networks.encoding_network import (Activation, ConvLayerParams,
+                                              EncodingNetwork)
+from alf_rl.networks.network import Initializer, Network, _ctor_args
+from alf_rl.utils.nest import Nest
 
 
 @gin.configurable
@@ -15,7 +21,9 @@ class CriticNetwork(Network):
     then a joint MLP ending in one linear unit.
 
     Called as ``critic((observation, action))``. Integer actions are only
-    cast to float32; for discrete actions prefer ``QNetwork``.
+    cast to float32; for discrete actions prefer ``QNetwork``. The three
+    parts are ``EncodingNetwork``s sharing ``activation`` and
+    ``kernel_initializer``.
 
     Args:
         input_tensor_spec: ``(observation_spec, action_spec)``, nests of
@@ -34,14 +42,14 @@ class CriticNetwork(Network):
     """
 
     def __init__(self,
-                 input_tensor_spec,
-                 observation_conv_layer_params=None,
-                 observation_fc_layer_params=None,
-                 action_fc_layer_params=None,
-                 joint_fc_layer_params=(256, 256),
-                 activation=tf.nn.relu,
-                 kernel_initializer=None,
-                 name='CriticNetwork'):
+                 input_tensor_spec: Tuple[Nest, Nest],
+                 observation_conv_layer_params: ConvLayerParams = None,
+                 observation_fc_layer_params: Optional[Sequence[int]] = None,
+                 action_fc_layer_params: Optional[Sequence[int]] = None,
+                 joint_fc_layer_params: Optional[Sequence[int]] = (256, 256),
+                 activation: Activation = tf.nn.relu,
+                 kernel_initializer: Initializer = None,
+                 name: str = 'CriticNetwork'):
         ctor_args = _ctor_args(locals())
         if not (isinstance(input_tensor_spec, (tuple, list))
                 and len(input_tensor_spec) == 2):
@@ -52,33 +60,25 @@ class CriticNetwork(Network):
         super().__init__(input_tensor_spec, name=name)
         self._set_ctor_args(ctor_args)
         observation_spec, action_spec = input_tensor_spec
+        mlp = functools.partial(EncodingNetwork, activation=activation,
+                                kernel_initializer=kernel_initializer)
         with self.name_scope:
-            self._observation_encoder = EncodingNetwork(
+            self._observation_encoder = mlp(
                 observation_spec,
                 conv_layer_params=observation_conv_layer_params,
                 fc_layer_params=observation_fc_layer_params,
-                activation=activation,
-                kernel_initializer=kernel_initializer,
                 name='observation_encoder')
-            self._action_encoder = EncodingNetwork(
-                action_spec,
-                fc_layer_params=action_fc_layer_params,
-                activation=activation,
-                kernel_initializer=kernel_initializer,
-                name='action_encoder')
-            self._joint = EncodingNetwork(
-                tf.TensorSpec([
-                    self._observation_encoder.output_size +
-                    self._action_encoder.output_size
-                ]),
-                fc_layer_params=joint_fc_layer_params,
-                activation=activation,
-                kernel_initializer=kernel_initializer,
-                last_layer_size=1,
-                last_kernel_initializer=kernel_initializer,
-                name='joint')
+            self._action_encoder = mlp(action_spec,
+                                       fc_layer_params=action_fc_layer_params,
+                                       name='action_encoder')
+            joint_size = (self._observation_encoder.output_size +
+                          self._action_encoder.output_size)
+            self._joint = mlp(tf.TensorSpec([joint_size]),
+                              fc_layer_params=joint_fc_layer_params,
+                              last_layer_size=1, name='joint')
 
-    def _call(self, inputs, state, outer_rank):
+    def _call(self, inputs: Tuple[Nest, Nest], state: Nest,
+              outer_rank: int) -> Tuple[tf.Tensor, Nest]:
         """Q(s, a).
 
         Args:
@@ -96,8 +96,9 @@ class CriticNetwork(Network):
 
 
 @gin.configurable
-class QNetwork(Network):
-    """Q(s, .) for a scalar bounded integer action: [B, num_actions].
+class QNetwork(EncoderHead):
+    """Q(s, .) for a scalar bounded integer action: ``net(observation,
+    state=()) -> ([B, num_actions] (or [T, B, num_actions]), state)``.
 
     Column i is the value of action ``minimum + i``.
 
@@ -110,31 +111,32 @@ class QNetwork(Network):
     Args:
         input_tensor_spec: nest of ``tf.TensorSpec`` of one observation.
         action_spec: scalar ``BoundedTensorSpec`` with an integer dtype.
-        fc_layer_params: hidden layer sizes.
-        conv_layer_params: optional conv stack for image leaves.
-        activation: hidden activation (ReLU by default).
-        preprocessing_combiner: see ``EncodingNetwork``.
-        kernel_initializer: kernels' initializer (default Glorot-uniform).
-        dueling: use the dueling value/advantage head.
+        encoding_network_ctor: builds the encoder (see ``EncoderCtor``),
+            which gets the Q output layer as its last layer unless
+            ``dueling``; default an ``EncodingNetwork`` with
+            ``fc_layer_params=(64, 64)`` and ReLU.
+        dueling: use the dueling value/advantage head (its two layers use
+            the ``kernel_initializer`` passed to the head, if any).
         name: module name.
+        **encoder_kwargs: ``encoding_network_ctor``'s arguments, e.g.
+            ``fc_layer_params``, ``activation`` (see ``EncodingNetwork``).
 
     Raises:
         ValueError: ``action_spec`` is not a scalar bounded integer spec.
+        TypeError: an encoder argument that ``encoding_network_ctor`` does
+            not take.
     """
 
     def __init__(self,
-                 input_tensor_spec,
-                 action_spec,
-                 fc_layer_params=(64, 64),
-                 conv_layer_params=None,
-                 activation=tf.nn.relu,
-                 preprocessing_combiner=None,
-                 kernel_initializer=None,
-                 dueling=False,
-                 name='QNetwork'):
-        ctor_args = _ctor_args(locals())
-        super().__init__(input_tensor_spec, name=name)
-        self._set_ctor_args(ctor_args)
+                 input_tensor_spec: Nest,
+                 action_spec: alf_specs.BoundedTensorSpec,
+                 encoding_network_ctor: EncoderCtor = functools.partial(
+                     EncodingNetwork, fc_layer_params=(64, 64)),
+                 dueling: bool = False,
+                 name: str = 'QNetwork',
+                 **encoder_kwargs: Any):
+        super().__init__(input_tensor_spec,
+                         _ctor_args(locals(), 'encoder_kwargs'), name)
         if (not alf_specs.is_bounded(action_spec) or action_spec.shape.rank
                 or not action_spec.dtype.is_integer):
             raise ValueError(
@@ -144,46 +146,38 @@ class QNetwork(Network):
         self._num_actions = alf_specs.num_discrete_actions(action_spec)
         self._dueling = bool(dueling)
         with self.name_scope:
-            self._encoder = EncodingNetwork(
-                input_tensor_spec,
-                conv_layer_params=conv_layer_params,
-                fc_layer_params=fc_layer_params,
-                activation=activation,
-                preprocessing_combiner=preprocessing_combiner,
-                kernel_initializer=kernel_initializer,
-                last_layer_size=None if dueling else self._num_actions,
-                last_kernel_initializer=kernel_initializer,
-                name='encoder')
+            self._encoder = self._make_encoder(
+                encoding_network_ctor, encoder_kwargs,
+                last_layer_size=None if dueling else self._num_actions)
             if dueling:
-                hidden_spec = self._encoder.output_spec
-                self._value_head = EncodingNetwork(
-                    hidden_spec,
-                    last_layer_size=1,
-                    last_kernel_initializer=kernel_initializer,
-                    name='value_head')
-                self._advantage_head = EncodingNetwork(
-                    hidden_spec,
-                    last_layer_size=self._num_actions,
-                    last_kernel_initializer=kernel_initializer,
-                    name='advantage_head')
+                head = functools.partial(
+                    EncodingNetwork,
+                    tf.TensorSpec([self._encoder.output_size], tf.float32),
+                    kernel_initializer=encoder_kwargs.get(
+                        'kernel_initializer'))
+                self._value_head = head(last_layer_size=1, name='value_head')
+                self._advantage_head = head(last_layer_size=self._num_actions,
+                                            name='advantage_head')
 
     @property
-    def num_actions(self):
+    def num_actions(self) -> int:
         """int: number of action values."""
         return self._num_actions
 
-    def _call(self, observation, state, outer_rank):
+    def _head(self, h: tf.Tensor) -> tf.Tensor:
         """Q values of every action.
 
+        Args:
+            h: the encoding, [B, num_actions] (or [T, B, num_actions]) Q
+                values, or [B, D] (or [T, B, D]) hidden features when
+                ``dueling``.
+
         Returns:
-            ``(q_values, state)``: [B, num_actions] (or [T, B, num_actions])
-            float32, and ``()``.
+            [B, num_actions] (or [T, B, num_actions]) float32.
         """
-        h, _ = self._encoder(observation)
         if not self._dueling:
-            return h, state
+            return h
         value, _ = self._value_head(h)
         advantage, _ = self._advantage_head(h)
-        q = value + advantage - tf.reduce_mean(
+        return value + advantage - tf.reduce_mean(
             advantage, axis=-1, keepdims=True)
-        return q, state

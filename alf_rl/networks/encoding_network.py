@@ -1,16 +1,26 @@
 """``EncodingNetwork``: nested observation -> [B, D] feature (conv + MLP)."""
 
+from typing import Callable, List, Optional, Sequence, Tuple, Union
+
 import gin
 import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from alf_rl.networks.network import (Network, _ctor_args, build_layer,
-                                     make_initializer,
+from alf_rl.networks.network import (Initializer, Network, _ctor_args,
+                                     build_layer, make_initializer,
                                      squash_outer_dims, unsquash_outer_dims)
+from alf_rl.utils.nest import Nest
+
+# An activation: a callable on tensors or a ``tf_keras`` activation name.
+Activation = Optional[Union[str, Callable[[tf.Tensor], tf.Tensor]]]
+# ``(filters, kernel_size, strides)`` per conv layer.
+ConvLayerParams = Optional[Sequence[Tuple[int, int, int]]]
+# Maps the flattened leaves, [N, d_i] each, to one [N, D] tensor.
+Combiner = Optional[Callable[[List[tf.Tensor]], tf.Tensor]]
 
 
-def _preprocess(x):
+def _preprocess(x: tf.Tensor) -> tf.Tensor:
     """Casts a leaf to float32; uint8 images are scaled to [0, 1]."""
     if x.dtype == tf.uint8:
         return tf.cast(x, tf.float32) / 255.
@@ -30,7 +40,15 @@ class EncodingNetwork(Network):
     connected layers, then an optional last layer.
 
     Initialization: hidden (conv and fc) kernels use ``kernel_initializer``
-    (default Glorot-uniform), biases zero.
+    (default Glorot-uniform), the last layer's kernel
+    ``last_kernel_initializer`` (default: ``kernel_initializer``), biases
+    zero.
+
+    This is the default encoder of the heads (``ActorDistributionNetwork``,
+    ``ValueNetwork``, ``QNetwork``, ``ActorNetwork``): their
+    ``fc_layer_params``, ``conv_layer_params``, ``activation``,
+    ``preprocessing_combiner`` and ``kernel_initializer`` arguments are this
+    network's.
 
     Args:
         input_tensor_spec: nest of ``tf.TensorSpec`` of one observation.
@@ -47,7 +65,7 @@ class EncodingNetwork(Network):
         last_layer_size: optional size of a final dense layer.
         last_activation: activation of the final layer (``None``: linear).
         last_kernel_initializer: initializer of the final layer's kernel
-            (``None``: Glorot-uniform).
+            (``None``: ``kernel_initializer``).
         name: module name.
 
     Raises:
@@ -56,16 +74,16 @@ class EncodingNetwork(Network):
     """
 
     def __init__(self,
-                 input_tensor_spec,
-                 conv_layer_params=None,
-                 fc_layer_params=None,
-                 activation=tf.nn.relu,
-                 preprocessing_combiner=None,
-                 kernel_initializer=None,
-                 last_layer_size=None,
-                 last_activation=None,
-                 last_kernel_initializer=None,
-                 name='EncodingNetwork'):
+                 input_tensor_spec: Nest,
+                 conv_layer_params: ConvLayerParams = None,
+                 fc_layer_params: Optional[Sequence[int]] = None,
+                 activation: Activation = tf.nn.relu,
+                 preprocessing_combiner: Combiner = None,
+                 kernel_initializer: Initializer = None,
+                 last_layer_size: Optional[int] = None,
+                 last_activation: Activation = None,
+                 last_kernel_initializer: Initializer = None,
+                 name: str = 'EncodingNetwork'):
         ctor_args = _ctor_args(locals())
         super().__init__(input_tensor_spec, name=name)
         self._set_ctor_args(ctor_args)
@@ -132,7 +150,8 @@ class EncodingNetwork(Network):
                 layer = tf_keras.layers.Dense(
                     last_layer_size, activation=last_activation,
                     kernel_initializer=make_initializer(
-                        last_kernel_initializer),
+                        kernel_initializer if last_kernel_initializer is None
+                        else last_kernel_initializer),
                     name='last')
                 build_layer(layer, (None, size))
                 self._fc_layers.append(layer)
@@ -140,16 +159,17 @@ class EncodingNetwork(Network):
         self._output_size = size
 
     @property
-    def output_size(self):
+    def output_size(self) -> int:
         """int: D, the size of the encoding."""
         return self._output_size
 
     @property
-    def output_spec(self):
+    def output_spec(self) -> tf.TensorSpec:
         """``tf.TensorSpec([D], float32)`` of one encoding."""
         return tf.TensorSpec([self._output_size], tf.float32)
 
-    def _call(self, observation, state, outer_rank):
+    def _call(self, observation: Nest, state: Nest,
+              outer_rank: int) -> Tuple[tf.Tensor, Nest]:
         """Encodes ``observation`` (see ``Network.__call__``).
 
         Returns:

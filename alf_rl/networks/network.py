@@ -6,21 +6,42 @@ variables, create optimizer slots and restore checkpoints before the first
 step, and calling a network inside ``tf.function`` never creates variables.
 """
 
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
 import tensorflow as tf
 import tf_keras
 
 from alf_rl.utils import nest as nest_utils
+from alf_rl.utils.nest import Nest
+
+# What an ``initializer`` argument accepts: ``None`` (the default), a
+# ``tf_keras`` initializer name or instance, or a callable ``f(shape, dtype)``.
+Initializer = Optional[Union[str, tf_keras.initializers.Initializer,
+                             Callable[..., tf.Tensor]]]
 
 
-def _ctor_args(local_vars):
-    """The constructor arguments from ``locals()`` taken on its first line."""
-    return {
+def _ctor_args(local_vars: Dict[str, Any],
+               varkw: Optional[str] = None) -> Dict[str, Any]:
+    """The constructor arguments from ``locals()`` taken on its first line.
+
+    Args:
+        local_vars: ``locals()`` of ``__init__``.
+        varkw: name of its ``**kwargs`` parameter, if any: those arguments
+            are merged in, so that ``type(net)(**args)`` passes them again.
+    """
+    args = {
         k: v
-        for k, v in local_vars.items() if k not in ('self', '__class__')
+        for k, v in local_vars.items()
+        if k not in ('self', '__class__', varkw)
     }
+    if varkw is not None:
+        args.update(local_vars[varkw])
+    return args
 
 
-def make_initializer(initializer, default='glorot_uniform'):
+def make_initializer(initializer: Initializer,
+                     default: Union[str, tf_keras.initializers.Initializer] =
+                     'glorot_uniform') -> Any:
     """A fresh ``tf_keras`` initializer for one layer.
 
     Unseeded ``tf_keras`` initializer *instances* return identical values each
@@ -46,7 +67,9 @@ def make_initializer(initializer, default='glorot_uniform'):
     return initializer
 
 
-def build_layer(layer, input_shape):
+def build_layer(layer: tf_keras.layers.Layer,
+                input_shape: Union[tf.TensorShape, Sequence[Optional[int]]]
+                ) -> tf.TensorShape:
     """Builds a ``tf_keras`` layer now (variables named ``<layer>/kernel``).
 
     Args:
@@ -61,7 +84,8 @@ def build_layer(layer, input_shape):
     return layer.compute_output_shape(input_shape)
 
 
-def squash_outer_dims(tensor, outer_rank, inner_shape):
+def squash_outer_dims(tensor: tf.Tensor, outer_rank: int,
+                      inner_shape: List[int]) -> tf.Tensor:
     """Merges the ``outer_rank`` leading dims: [T, B, ...] -> [T*B, ...].
 
     Args:
@@ -77,13 +101,18 @@ def squash_outer_dims(tensor, outer_rank, inner_shape):
     return tf.reshape(tensor, [-1] + list(inner_shape))
 
 
-def unsquash_outer_dims(tensor, outer_shape, static_outer_shape=None):
+def unsquash_outer_dims(tensor: tf.Tensor, outer_shape: tf.Tensor,
+                        static_outer_shape: Optional[List[int]] = None
+                        ) -> tf.Tensor:
     """Inverse of ``squash_outer_dims``: [N, ...] -> [*outer_shape, ...].
 
     Args:
         tensor: [N, ...] tensor.
         outer_shape: int32 [outer_rank] tensor.
         static_outer_shape: optional list to restore the static shape.
+
+    Returns:
+        [*outer_shape, ...] tensor.
     """
     inner = tensor.shape[1:].as_list()
     result = tf.reshape(tensor, tf.concat([outer_shape, inner], 0))
@@ -98,7 +127,9 @@ class Network(tf.Module):
     Subclasses build all layers in ``__init__`` from specs, record their
     constructor arguments by calling ``self._set_ctor_args(args)`` where
     ``args = _ctor_args(locals())`` was taken on the constructor's first
-    line, and implement ``_call(observation, state, outer_rank)``.
+    line (``copy()`` calls the constructor again with them), and implement
+    ``_call(observation, state, outer_rank)``. Heads made of an encoder and
+    an output derive from ``EncoderHead`` instead.
 
     Args:
         input_tensor_spec: nest of ``tf.TensorSpec`` of one observation.
@@ -112,25 +143,26 @@ class Network(tf.Module):
     _TF_MODULE_IGNORED_PROPERTIES = frozenset(
         tf.Module._TF_MODULE_IGNORED_PROPERTIES | {'_network_ctor_args'})
 
-    def __init__(self, input_tensor_spec, state_spec=(), name=None):
+    def __init__(self, input_tensor_spec: Nest, state_spec: Nest = (),
+                 name: Optional[str] = None):
         super().__init__(name=name)
         self._input_tensor_spec = input_tensor_spec
         self._state_spec = state_spec
 
-    def _set_ctor_args(self, ctor_args):
+    def _set_ctor_args(self, ctor_args: Dict[str, Any]) -> None:
         self.__dict__['_network_ctor_args'] = dict(ctor_args)
 
     @property
-    def input_tensor_spec(self):
+    def input_tensor_spec(self) -> Nest:
         """Nest of ``tf.TensorSpec``: one observation, no outer dims."""
         return self._input_tensor_spec
 
     @property
-    def state_spec(self):
+    def state_spec(self) -> Nest:
         """Nest of ``tf.TensorSpec`` of the state; ``()`` if feed-forward."""
         return self._state_spec
 
-    def copy(self, name=None):
+    def copy(self, name: Optional[str] = None) -> 'Network':
         """A network of the same configuration with fresh variables.
 
         Used for target networks; the copy's weights are newly initialized
@@ -143,7 +175,7 @@ class Network(tf.Module):
         args['name'] = name or self.name
         return type(self)(**args)
 
-    def _check_input(self, observation):
+    def _check_input(self, observation: Nest) -> int:
         """The outer rank of ``observation``; raises on a spec mismatch."""
         nest_utils.assert_same_structure(observation, self._input_tensor_spec,
                                          'observation', 'input_tensor_spec',
@@ -160,7 +192,8 @@ class Network(tf.Module):
             hint='input of network %s' % self.name, check_dtype=False)
         return outer_rank
 
-    def __call__(self, observation, state=()):
+    def __call__(self, observation: Nest,
+                 state: Nest = ()) -> Tuple[Any, Nest]:
         """Runs the network.
 
         Args:
@@ -174,5 +207,6 @@ class Network(tf.Module):
         outer_rank = self._check_input(observation)
         return self._call(observation, state, outer_rank)
 
-    def _call(self, observation, state, outer_rank):
+    def _call(self, observation: Nest, state: Nest,
+              outer_rank: int) -> Tuple[Any, Nest]:
         raise NotImplementedError()

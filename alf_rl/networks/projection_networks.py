@@ -6,6 +6,8 @@ whose batch shape is those outer dims (action dims are folded into the event
 with ``Independent``), so ``log_prob``/``entropy`` are [B] per leaf.
 """
 
+from typing import List, Optional
+
 import gin
 import numpy as np
 import tensorflow as tf
@@ -25,13 +27,32 @@ tfb = tfp.bijectors
 _MASKED_LOGIT = -1e9
 
 
-def _reshape_last(x, shape):
+def _reshape_last(x: tf.Tensor, shape: List[int]) -> tf.Tensor:
     """[..., prod(shape)] -> [..., *shape]."""
     return tf.reshape(x, tf.concat([tf.shape(x)[:-1], shape], 0))
 
 
+class ProjectionNetwork(tf.Module):
+    """Base of the projections: ``proj(inputs [B, D] (or [T, B, D]) float32)
+    -> distribution`` of one action leaf, batch shape [B] (or [T, B]).
+
+    Args:
+        action_spec: the spec of the action leaf.
+        name: module name.
+    """
+
+    def __init__(self, action_spec: tf.TensorSpec, name: str):
+        super().__init__(name=name)
+        self._action_spec = action_spec
+
+    @property
+    def action_spec(self) -> tf.TensorSpec:
+        """The action spec this projection was built for."""
+        return self._action_spec
+
+
 @gin.configurable
-class CategoricalProjectionNetwork(tf.Module):
+class CategoricalProjectionNetwork(ProjectionNetwork):
     """Projects features to a categorical over a bounded integer action.
 
     A scalar spec gives ``Categorical``; a vector spec (e.g. MultiDiscrete)
@@ -58,15 +79,16 @@ class CategoricalProjectionNetwork(tf.Module):
         ValueError: the spec is not bounded integer.
     """
 
-    def __init__(self, input_size, action_spec, init_output_scale=0.01,
-                 name='CategoricalProjectionNetwork'):
-        super().__init__(name=name)
+    def __init__(self, input_size: int,
+                 action_spec: alf_specs.BoundedTensorSpec,
+                 init_output_scale: float = 0.01,
+                 name: str = 'CategoricalProjectionNetwork'):
+        super().__init__(action_spec, name)
         if not (alf_specs.is_bounded(action_spec)
                 and action_spec.dtype.is_integer):
             raise ValueError(
                 "%s: expected a BoundedTensorSpec with an integer dtype for "
                 "a categorical action, got %s" % (name, action_spec))
-        self._action_spec = action_spec
         self._shape = action_spec.shape.as_list()
         minimum = action_spec.minimum.astype(np.int64)
         counts = action_spec.maximum.astype(np.int64) - minimum + 1
@@ -91,12 +113,7 @@ class CategoricalProjectionNetwork(tf.Module):
                 name='logits')
             build_layer(self._logits_layer, (None, input_size))
 
-    @property
-    def action_spec(self):
-        """The action spec this projection was built for."""
-        return self._action_spec
-
-    def __call__(self, inputs):
+    def __call__(self, inputs: tf.Tensor) -> tfd.Distribution:
         """The action distribution.
 
         Args:
@@ -118,7 +135,7 @@ class CategoricalProjectionNetwork(tf.Module):
         return dist
 
 
-def _std_transforms(std_transform):
+def _std_transforms(std_transform: str):
     if std_transform == 'softplus':
         return tf.nn.softplus, lambda y: np.log(np.expm1(y))
     if std_transform == 'exp':
@@ -128,7 +145,7 @@ def _std_transforms(std_transform):
 
 
 @gin.configurable
-class NormalProjectionNetwork(tf.Module):
+class NormalProjectionNetwork(ProjectionNetwork):
     """Projects features to a (possibly tanh-squashed) normal distribution.
 
     With ``scale_distribution=False`` the result is
@@ -175,18 +192,18 @@ class NormalProjectionNetwork(tf.Module):
     """
 
     def __init__(self,
-                 input_size,
-                 action_spec,
-                 state_dependent_std=False,
-                 scale_distribution=False,
-                 mean_transform='tanh',
-                 init_std=1.0,
-                 std_transform='softplus',
-                 min_std=1e-4,
-                 max_std=None,
-                 init_output_scale=0.01,
-                 name='NormalProjectionNetwork'):
-        super().__init__(name=name)
+                 input_size: int,
+                 action_spec: tf.TensorSpec,
+                 state_dependent_std: bool = False,
+                 scale_distribution: bool = False,
+                 mean_transform: Optional[str] = 'tanh',
+                 init_std: float = 1.0,
+                 std_transform: str = 'softplus',
+                 min_std: float = 1e-4,
+                 max_std: Optional[float] = None,
+                 init_output_scale: float = 0.01,
+                 name: str = 'NormalProjectionNetwork'):
+        super().__init__(action_spec, name)
         if not action_spec.dtype.is_floating:
             raise ValueError(
                 "%s: expected a floating action spec for a normal "
@@ -200,7 +217,6 @@ class NormalProjectionNetwork(tf.Module):
                 "%s: need 0 < min_std <= init_std <= max_std, got min_std=%s"
                 " init_std=%s max_std=%s" % (name, min_std, init_std,
                                              max_std))
-        self._action_spec = action_spec
         self._shape = action_spec.shape.as_list()
         bounded = (alf_specs.is_bounded(action_spec)
                    and np.all(np.isfinite(action_spec.minimum))
@@ -239,12 +255,7 @@ class NormalProjectionNetwork(tf.Module):
                 self._std_param = tf.Variable(tf.fill([n], init_p),
                                               name='std_param')
 
-    @property
-    def action_spec(self):
-        """The action spec this projection was built for."""
-        return self._action_spec
-
-    def __call__(self, inputs):
+    def __call__(self, inputs: tf.Tensor) -> tfd.Distribution:
         """The action distribution.
 
         Args:

@@ -11,19 +11,28 @@ The state of an ``LSTMEncodingNetwork`` is a tuple with one ``(h, c)`` pair
 per LSTM layer, each leaf ``tf.TensorSpec([lstm_size[i]], tf.float32)``.
 """
 
+import functools
+from typing import Any, Optional, Sequence, Tuple, Union
+
 import gin
 import tensorflow as tf
 import tf_keras
 
-from alf_rl.networks.actor_distribution_network import \
-    make_projection_networks
-from alf_rl.networks.encoding_network import EncodingNetwork
-from alf_rl.networks.network import Network, _ctor_args, make_initializer
+from alf_rl.networks.actor_distribution_network import (ActorDistributionHead,
+                                                        ProjectionCtor)
+from alf_rl.networks.encoder_head import EncoderCtor
+from alf_rl.networks.encoding_network import (Activation, Combiner,
+                                              ConvLayerParams, EncodingNetwork)
+from alf_rl.networks.network import (Initializer, Network, _ctor_args,
+                                     make_initializer)
 from alf_rl.networks.projection_networks import (CategoricalProjectionNetwork,
                                                  NormalProjectionNetwork)
+from alf_rl.networks.value_network import ValueHead
+from alf_rl.utils.nest import Nest
 
 
-def _lstm_sizes(lstm_size, name):
+def _lstm_sizes(lstm_size: Union[int, Sequence[int]],
+                name: str) -> Tuple[int, ...]:
     if isinstance(lstm_size, int):
         lstm_size = (lstm_size, )
     lstm_size = tuple(int(n) for n in lstm_size)
@@ -33,18 +42,24 @@ def _lstm_sizes(lstm_size, name):
     return lstm_size
 
 
-def _check_one_step(net, outer_rank):
+def _check_one_step(net: Network, outer_rank: int) -> None:
     if outer_rank != 1:
+        # The scope path names the head too (e.g. 'ValueRnnNetwork/encoder').
         raise ValueError(
             "%s: RNN networks take one step at a time: expected [B, ...] "
             "observations (outer rank 1), got outer rank %d (e.g. [T, B, "
             "...]); drivers unroll time and carry the state between calls" %
-            (net.name, outer_rank))
+            (net.name_scope.name.rstrip('/') or net.name, outer_rank))
 
 
 @gin.configurable
 class LSTMEncodingNetwork(Network):
     """Input ``EncodingNetwork`` -> stacked ``LSTMCell``s -> output MLP.
+
+    The recurrent encoder of the heads (default of
+    ``ActorDistributionRnnNetwork`` and ``ValueRnnNetwork``; pass it as
+    ``encoding_network_ctor`` to any head): ``net(observation [B, ...],
+    state) -> ([B, D], new_state)``, one step per call.
 
     Args:
         input_tensor_spec: nest of ``tf.TensorSpec`` of one observation.
@@ -59,23 +74,27 @@ class LSTMEncodingNetwork(Network):
             LSTM input kernels (``None``: Glorot-uniform).
         last_layer_size: optional size of a final dense layer.
         last_activation: activation of the final layer.
-        last_kernel_initializer: initializer of the final layer's kernel.
+        last_kernel_initializer: initializer of the final layer's kernel
+            (``None``: ``kernel_initializer``).
         name: module name.
+
+    Raises:
+        ValueError: a bad ``lstm_size``.
     """
 
     def __init__(self,
-                 input_tensor_spec,
-                 input_fc_layer_params=(64, ),
-                 lstm_size=(32, ),
-                 output_fc_layer_params=(),
-                 activation=tf.nn.relu,
-                 conv_layer_params=None,
-                 preprocessing_combiner=None,
-                 kernel_initializer=None,
-                 last_layer_size=None,
-                 last_activation=None,
-                 last_kernel_initializer=None,
-                 name='LSTMEncodingNetwork'):
+                 input_tensor_spec: Nest,
+                 input_fc_layer_params: Optional[Sequence[int]] = (64, ),
+                 lstm_size: Union[int, Sequence[int]] = (32, ),
+                 output_fc_layer_params: Optional[Sequence[int]] = (),
+                 activation: Activation = tf.nn.relu,
+                 conv_layer_params: ConvLayerParams = None,
+                 preprocessing_combiner: Combiner = None,
+                 kernel_initializer: Initializer = None,
+                 last_layer_size: Optional[int] = None,
+                 last_activation: Activation = None,
+                 last_kernel_initializer: Initializer = None,
+                 name: str = 'LSTMEncodingNetwork'):
         ctor_args = _ctor_args(locals())
         sizes = _lstm_sizes(lstm_size, name)
         state_spec = tuple(
@@ -83,14 +102,14 @@ class LSTMEncodingNetwork(Network):
             for n in sizes)
         super().__init__(input_tensor_spec, state_spec=state_spec, name=name)
         self._set_ctor_args(ctor_args)
+        mlp = functools.partial(EncodingNetwork, activation=activation,
+                                kernel_initializer=kernel_initializer)
         with self.name_scope:
-            self._input_encoder = EncodingNetwork(
+            self._input_encoder = mlp(
                 input_tensor_spec,
                 conv_layer_params=conv_layer_params,
                 fc_layer_params=input_fc_layer_params,
-                activation=activation,
                 preprocessing_combiner=preprocessing_combiner,
-                kernel_initializer=kernel_initializer,
                 name='input_encoder')
             size = self._input_encoder.output_size
             self._cells = []
@@ -104,11 +123,9 @@ class LSTMEncodingNetwork(Network):
                     cell.build((None, size))
                 self._cells.append(cell)
                 size = units
-            self._output_encoder = EncodingNetwork(
+            self._output_encoder = mlp(
                 tf.TensorSpec([size], tf.float32),
                 fc_layer_params=output_fc_layer_params,
-                activation=activation,
-                kernel_initializer=kernel_initializer,
                 last_layer_size=last_layer_size,
                 last_activation=last_activation,
                 last_kernel_initializer=last_kernel_initializer,
@@ -116,11 +133,12 @@ class LSTMEncodingNetwork(Network):
         self._output_size = self._output_encoder.output_size
 
     @property
-    def output_size(self):
+    def output_size(self) -> int:
         """int: size of the output feature."""
         return self._output_size
 
-    def _call(self, observation, state, outer_rank):
+    def _call(self, observation: Nest, state: Nest,
+              outer_rank: int) -> Tuple[tf.Tensor, Nest]:
         """One step.
 
         Args:
@@ -151,122 +169,73 @@ class LSTMEncodingNetwork(Network):
 
 
 @gin.configurable
-class ActorDistributionRnnNetwork(Network):
+class ActorDistributionRnnNetwork(ActorDistributionHead):
     """``LSTMEncodingNetwork`` then one projection per action leaf.
 
-    The recurrent counterpart of ``ActorDistributionNetwork`` (same
+    ``ActorDistributionNetwork`` with an LSTM encoder by default (same
     projection networks): ``net(observation [B, ...], state) ->
-    (distributions with batch [B], new_state)``.
+    (distributions with batch [B], new_state)``, one step per call.
 
     Args:
         input_tensor_spec: nest of ``tf.TensorSpec`` of one observation.
         action_spec: nest of bounded action specs.
-        input_fc_layer_params: hidden sizes before the LSTM.
-        lstm_size: int or list of ints (stacked LSTM layers).
-        output_fc_layer_params: hidden sizes after the LSTM.
-        activation: fc activation.
-        conv_layer_params: see ``EncodingNetwork``.
-        preprocessing_combiner: see ``EncodingNetwork``.
-        kernel_initializer: see ``LSTMEncodingNetwork``.
+        encoding_network_ctor: builds the encoder (see ``EncoderCtor``);
+            default ``LSTMEncodingNetwork``.
         discrete_projection_net_ctor: projection ctor for integer leaves.
         continuous_projection_net_ctor: projection ctor for float leaves.
         name: module name.
+        **encoder_kwargs: ``encoding_network_ctor``'s arguments, e.g.
+            ``lstm_size`` (see ``LSTMEncodingNetwork``).
+
+    Raises:
+        ValueError: an action leaf with an unsupported spec, or a bad
+            ``lstm_size``.
+        TypeError: an encoder argument that ``encoding_network_ctor`` does
+            not take.
     """
 
     def __init__(self,
-                 input_tensor_spec,
-                 action_spec,
-                 input_fc_layer_params=(64, ),
-                 lstm_size=(32, ),
-                 output_fc_layer_params=(),
-                 activation=tf.nn.relu,
-                 conv_layer_params=None,
-                 preprocessing_combiner=None,
-                 kernel_initializer=None,
-                 discrete_projection_net_ctor=CategoricalProjectionNetwork,
-                 continuous_projection_net_ctor=NormalProjectionNetwork,
-                 name='ActorDistributionRnnNetwork'):
-        ctor_args = _ctor_args(locals())
-        super().__init__(input_tensor_spec, name=name)
-        self._set_ctor_args(ctor_args)
-        self._action_spec = action_spec
-        with self.name_scope:
-            self._encoder = LSTMEncodingNetwork(
-                input_tensor_spec,
-                input_fc_layer_params=input_fc_layer_params,
-                lstm_size=lstm_size,
-                output_fc_layer_params=output_fc_layer_params,
-                activation=activation,
-                conv_layer_params=conv_layer_params,
-                preprocessing_combiner=preprocessing_combiner,
-                kernel_initializer=kernel_initializer,
-                name='encoder')
-            self._projections = make_projection_networks(
-                self._encoder.output_size, action_spec,
-                discrete_projection_net_ctor, continuous_projection_net_ctor)
-        self._state_spec = self._encoder.state_spec
-
-    @property
-    def action_spec(self):
-        """Nest of action specs."""
-        return self._action_spec
-
-    def _call(self, observation, state, outer_rank):
-        """``(distributions with batch [B], new_state)``; one step."""
-        _check_one_step(self, outer_rank)
-        h, state = self._encoder(observation, state)
-        dists = [proj(h) for proj in self._projections]
-        return tf.nest.pack_sequence_as(self._action_spec, dists), state
+                 input_tensor_spec: Nest,
+                 action_spec: Nest,
+                 encoding_network_ctor: EncoderCtor = LSTMEncodingNetwork,
+                 discrete_projection_net_ctor: ProjectionCtor = (
+                     CategoricalProjectionNetwork),
+                 continuous_projection_net_ctor: ProjectionCtor = (
+                     NormalProjectionNetwork),
+                 name: str = 'ActorDistributionRnnNetwork',
+                 **encoder_kwargs: Any):
+        super().__init__(input_tensor_spec, action_spec,
+                         encoding_network_ctor, discrete_projection_net_ctor,
+                         continuous_projection_net_ctor, name,
+                         **encoder_kwargs)
 
 
 @gin.configurable
-class ValueRnnNetwork(Network):
+class ValueRnnNetwork(ValueHead):
     """``LSTMEncodingNetwork`` with a final linear unit, squeezed.
 
-    ``net(observation [B, ...], state) -> (value [B], new_state)``.
+    ``ValueNetwork`` with an LSTM encoder by default: ``net(observation
+    [B, ...], state) -> (value [B], new_state)``, one step per call.
 
     Args:
         input_tensor_spec: nest of ``tf.TensorSpec`` of one observation.
-        input_fc_layer_params: hidden sizes before the LSTM.
-        lstm_size: int or list of ints (stacked LSTM layers).
-        output_fc_layer_params: hidden sizes after the LSTM.
-        activation: fc activation.
-        conv_layer_params: see ``EncodingNetwork``.
-        preprocessing_combiner: see ``EncodingNetwork``.
-        kernel_initializer: see ``LSTMEncodingNetwork``.
+        encoding_network_ctor: builds the encoder (see ``EncoderCtor``),
+            which gets the value unit as its last layer; default
+            ``LSTMEncodingNetwork``.
         name: module name.
+        **encoder_kwargs: ``encoding_network_ctor``'s arguments, e.g.
+            ``lstm_size`` (see ``LSTMEncodingNetwork``).
+
+    Raises:
+        ValueError: a bad ``lstm_size``.
+        TypeError: an encoder argument that ``encoding_network_ctor`` does
+            not take.
     """
 
     def __init__(self,
-                 input_tensor_spec,
-                 input_fc_layer_params=(64, ),
-                 lstm_size=(32, ),
-                 output_fc_layer_params=(),
-                 activation=tf.nn.relu,
-                 conv_layer_params=None,
-                 preprocessing_combiner=None,
-                 kernel_initializer=None,
-                 name='ValueRnnNetwork'):
-        ctor_args = _ctor_args(locals())
-        super().__init__(input_tensor_spec, name=name)
-        self._set_ctor_args(ctor_args)
-        with self.name_scope:
-            self._encoder = LSTMEncodingNetwork(
-                input_tensor_spec,
-                input_fc_layer_params=input_fc_layer_params,
-                lstm_size=lstm_size,
-                output_fc_layer_params=output_fc_layer_params,
-                activation=activation,
-                conv_layer_params=conv_layer_params,
-                preprocessing_combiner=preprocessing_combiner,
-                kernel_initializer=kernel_initializer,
-                last_layer_size=1,
-                last_kernel_initializer=kernel_initializer,
-                name='encoder')
-        self._state_spec = self._encoder.state_spec
-
-    def _call(self, observation, state, outer_rank):
-        """``(value [B], new_state)``; one step."""
-        _check_one_step(self, outer_rank)
-        value, state = self._encoder(observation, state)
-        return tf.squeeze(value, -1), state
+                 input_tensor_spec: Nest,
+                 encoding_network_ctor: EncoderCtor = LSTMEncodingNetwork,
+                 name: str = 'ValueRnnNetwork',
+                 **encoder_kwargs: Any):
+        super().__init__(input_tensor_spec, encoding_network_ctor, name,
+                         **encoder_kwargs)
