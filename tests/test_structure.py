@@ -141,9 +141,6 @@ _PUBLIC_API = {
 # algorithm and environment refactors); they are removed there. The test
 # fails once one is gone or referenced again: then drop its entry.
 _PENDING_REMOVAL = {
-    # Called by nothing (dead at HEAD already); algorithms/ is being
-    # refactored by another change.
-    'alf_rl.algorithms.ddpg_algorithm.DdpgAlgorithm._scaled',
     # Called by nothing; environments/ belongs to another change.
     'alf_rl.environments.py_environment.map_nest',
 }
@@ -160,13 +157,7 @@ _MAX_CODE_LINES = 50
 # {qualified name: code lines when listed}. May only shrink (see the
 # docstring). Long keys are kept whole so that a search finds them.
 _OVER_BUDGET = {
-    'alf_rl.algorithms.ddpg_algorithm.DdpgAlgorithm.__init__': 72,
-    'alf_rl.algorithms.dqn_algorithm.DqnAlgorithm.__init__': 61,
-    'alf_rl.algorithms.entropy_target_algorithm.EntropyTargetAlgorithm.__init__': 61,
-    'alf_rl.algorithms.ppo_loss.PPOLoss.__call__': 55,
     'alf_rl.algorithms.replay_training.ReplayTrainingMixin._update': 64,
-    'alf_rl.algorithms.sac_algorithm.SacAlgorithm.__init__': 86,
-    'alf_rl.algorithms.sarsa_algorithm.SarsaAlgorithm.__init__': 58,
     'alf_rl.environments.parallel_environment._worker_main': 52,
     'alf_rl.networks.encoding_network.EncodingNetwork.__init__': 81,
     'alf_rl.networks.projection_networks.NormalProjectionNetwork.__init__': 64,
@@ -179,12 +170,33 @@ _OVER_BUDGET = {
 #    repository root). Coverage only grows: add files, never remove them.
 # ---------------------------------------------------------------------------
 _ANNOTATED = {
+    'alf_rl/algorithms/actor_critic_algorithm.py',
+    'alf_rl/algorithms/actor_critic_loss.py',
+    'alf_rl/algorithms/config_checks.py',
+    'alf_rl/algorithms/ddpg_algorithm.py',
+    'alf_rl/algorithms/deterministic_actor.py',
+    'alf_rl/algorithms/dqn_algorithm.py',
+    'alf_rl/algorithms/entropy_target_algorithm.py',
+    'alf_rl/algorithms/ppo_algorithm.py',
+    'alf_rl/algorithms/ppo_loss.py',
+    'alf_rl/algorithms/sac_algorithm.py',
+    'alf_rl/algorithms/sarsa_algorithm.py',
+    'alf_rl/algorithms/td3_algorithm.py',
+    'alf_rl/algorithms/trac_algorithm.py',
+    'alf_rl/algorithms/trusted_updater.py',
     'alf_rl/bin/play.py',
     'alf_rl/bin/plot.py',
     'alf_rl/bin/quiet.py',
     'alf_rl/configurables.py',
     'alf_rl/data_structures.py',
     'alf_rl/metrics/metrics.py',
+    'alf_rl/ops/distributions.py',
+    'alf_rl/ops/exploration.py',
+    'alf_rl/ops/losses.py',
+    'alf_rl/ops/policy_losses.py',
+    'alf_rl/ops/target_ops.py',
+    'alf_rl/ops/td_targets.py',
+    'alf_rl/ops/value_ops.py',
     'alf_rl/replay/experience_replayers.py',
     'alf_rl/replay/prioritized_replay_buffer.py',
     'alf_rl/replay/replay_buffer.py',

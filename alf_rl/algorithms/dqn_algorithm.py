@@ -7,7 +7,7 @@ dueling head (Wang et al. 2016) is ``QNetwork(dueling=True)``.
 
 An online ``QNetwork`` and a target copy; ε-greedy exploration with a linear
 schedule; target updates every ``target_update_period`` updates (a hard copy
-with ``target_update_tau=1``, Polyak averaging below 1).
+with ``tau=1``, Polyak averaging below 1).
 
 Targets (reward[t] and discount[t] arrive WITH step t, see
 ``alf_rl.ops.value_ops``). For a training sequence of L steps every row t
@@ -19,7 +19,7 @@ uses all the rows after it ("every row with its available horizon", so row
     v_k = Q_target(s_k, argmax_a Q(s_k, a))      (double DQN)
     v_k = max_a Q_target(s_k, a)                 (use_double_q=False)
 
-and the loss of row t is ``td_loss_fn(G_t, Q(s_t, a_t))``. With
+and the loss of row t is ``td_error_loss_fn(G_t, Q(s_t, a_t))``. With
 ``mini_batch_length=2`` this is plain one-step DQN. The last row only
 bootstraps (its loss is a zero pad, and the base class masks it and LAST
 rows).
@@ -33,24 +33,35 @@ Deviations / choices:
   algorithm (checkpointed with it).
 - Prioritized replay: ``calc_loss`` returns the per-step TD errors
   ``G_t - Q(s_t, a_t)`` ([T, B]) in ``LossInfo.extra.td_error``; the
-  replay-training base turns row 0 into ``last_priorities`` for
+  ``TDErrorPriority`` mixin turns row 0 into the priority (``calc_priority``) for
   ``update_priority``. Importance weights are applied by the base
   (``train(..., sample_weights=w)`` multiplies them into the [T, B] loss
   mask); a caller computing the loss itself can pass them to ``calc_loss``
   (``importance_weights``) instead, not both.
 """
 
+from typing import Any, Callable, Optional, Sequence, Union
+
 import gin
 import tensorflow as tf
 
+from alf_rl.algorithms.config_checks import (check_unit_interval,
+                                             reject_retired_arguments)
 from alf_rl.algorithms.off_policy_algorithm import OffPolicyAlgorithm
-from alf_rl.data_structures import LossInfo, PolicyStep, namedtuple
+from alf_rl.algorithms.replay_training import TDErrorPriority
+from alf_rl.data_structures import (Experience, LossInfo, PolicyStep,
+                                    TimeStep, TrainingInfo, namedtuple)
 from alf_rl.networks import QNetwork
+from alf_rl.networks.target_network import PeriodicSoftUpdate, TargetNetwork
 from alf_rl.ops import losses
-from alf_rl.ops.target_ops import PeriodicSoftUpdate
-from alf_rl.ops.value_ops import discounted_return
+from alf_rl.ops.exploration import epsilon_greedy_action
+from alf_rl.ops.masks import pad_last_row
+from alf_rl.ops.td_targets import n_step_returns
 from alf_rl.specs import is_bounded, is_discrete, num_discrete_actions
 from alf_rl.utils.common import check_feed_forward, make_stateless_seed
+from alf_rl.utils.schedules import LinearSchedule
+
+Nest = Any
 
 DqnInfo = namedtuple(
     'DqnInfo',
@@ -69,65 +80,28 @@ DqnLossInfo = namedtuple(
     default_value=())
 
 
-def linear_epsilon(step, start, end, decay_steps):
-    """ε decaying linearly from ``start`` to ``end`` over ``decay_steps``.
-
-    ε(step) = end + (start - end) * max(0, 1 - step / decay_steps)
-
-    Args:
-        step: [] integer tensor, steps taken so far (>= 0).
-        start: float ε at step 0.
-        end: float ε from ``decay_steps`` on.
-        decay_steps: int > 0.
-    Returns:
-        [] float32.
-    """
-    frac = tf.minimum(tf.cast(step, tf.float32) / float(decay_steps), 1.0)
-    return start + (end - start) * frac
-
-
-def epsilon_greedy_action(q_values, epsilon, seed):
-    """ε-greedy action indices from Q values.
-
-    Args:
-        q_values: [B, A] float32.
-        epsilon: [] float32 probability of a uniformly random action.
-        seed: [2] int32 stateless seed.
-    Returns:
-        [B] int32 indices in [0, A).
-    """
-    greedy = tf.argmax(q_values, axis=-1, output_type=tf.int32)
-    seeds = tf.random.experimental.stateless_split(seed, 2)
-    batch = tf.shape(q_values)[:1]
-    num_actions = tf.shape(q_values)[-1]
-    random_action = tf.random.stateless_uniform(batch, seeds[0], minval=0,
-                                                maxval=num_actions,
-                                                dtype=tf.int32)
-    explore = tf.random.stateless_uniform(batch, seeds[1]) < epsilon
-    return tf.where(explore, random_action, greedy)
-
-
-def n_step_td_targets(reward, discount, step_type, target_value, gamma):
-    """n-step returns bootstrapped from ``target_value``, cut at LAST.
-
-    G_t = r_{t+1} + gamma * d_{t+1} * G_{t+1};  G_{T-1} = v_{T-1};
-    G_t = v_t at LAST steps.
-
-    Args:
-        reward: [T, B] float32, r_t arriving with step t.
-        discount: [T, B] float32 0/1 termination mask (gamma not included).
-        step_type: [T, B] int32 ``StepType``.
-        target_value: [T, B] float32 bootstrap value v_t.
-        gamma: float discount factor.
-    Returns:
-        [T-1, B] float32 returns G_0 .. G_{T-2}.
-    """
-    return discounted_return(reward, target_value, step_type,
-                             gamma * discount)
+def _epsilon_schedule(name: str, epsilon_greedy: Union[float,
+                                                       Sequence[float]],
+                      decay_steps: int) -> LinearSchedule:
+    """The exploration schedule from ``epsilon_greedy`` (float or
+    ``(start, end)``), validated."""
+    if isinstance(epsilon_greedy, (tuple, list)):
+        if len(epsilon_greedy) != 2:
+            raise ValueError("%s: epsilon_greedy must be a float or "
+                             "(start, end), got %r" % (name, epsilon_greedy))
+        start, end = epsilon_greedy
+    else:
+        start = end = epsilon_greedy
+    start = check_unit_interval(name, 'epsilon_greedy', float(start))
+    end = check_unit_interval(name, 'epsilon_greedy', float(end))
+    if int(decay_steps) < 1:
+        raise ValueError("%s: epsilon_decay_steps must be >= 1, got %r" %
+                         (name, decay_steps))
+    return LinearSchedule(start, end, int(decay_steps))
 
 
 @gin.configurable
-class DqnAlgorithm(OffPolicyAlgorithm):
+class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
     """DQN / double DQN with n-step returns and ε-greedy exploration.
 
     Args:
@@ -138,40 +112,44 @@ class DqnAlgorithm(OffPolicyAlgorithm):
             (column i is action ``minimum + i``). ``QNetwork.dueling`` gives
             the dueling head.
         gamma: discount factor γ.
-        td_loss_fn: ``(target, prediction) -> element-wise loss``, e.g.
-            ``element_wise_huber_loss`` (default, as in the Nature paper's
-            error clipping) or ``element_wise_squared_loss``.
+        td_error_loss_fn: ``(target, prediction) -> element-wise loss``,
+            e.g. ``element_wise_huber_loss`` (default, as in the Nature
+            paper's error clipping) or ``element_wise_squared_loss``.
         use_double_q: double-DQN targets (argmax from the online network).
         epsilon_greedy: ``(start, end)`` of the exploration ε schedule, or
             one float for a constant ε.
         epsilon_decay_steps: rollout calls over which ε decays linearly.
         eval_epsilon_greedy: ε used by ``predict`` (0: greedy).
-        target_update_tau: Polyak rate of target updates (1: copy).
+        tau: Polyak rate of target updates (1: copy).
         target_update_period: update the target every this many updates.
         optimizer: a ``tf_keras`` optimizer for the Q network.
+        name: module name.
         **kwargs: passed to ``OffPolicyAlgorithm`` (reward shaping,
             observation transformers, gradient clipping, ...).
 
     Raises:
         ValueError: ``action_spec`` is not one scalar bounded discrete spec,
             the Q network is recurrent, or a hyperparameter is out of range.
+        TypeError: a retired argument name (``td_loss_fn``,
+            ``target_update_tau``).
     """
 
     def __init__(self,
-                 observation_spec,
-                 action_spec,
-                 q_network_ctor=QNetwork,
-                 gamma=0.99,
-                 td_loss_fn=losses.element_wise_huber_loss,
-                 use_double_q=True,
-                 epsilon_greedy=(1.0, 0.05),
-                 epsilon_decay_steps=10000,
-                 eval_epsilon_greedy=0.0,
-                 target_update_tau=1.0,
-                 target_update_period=100,
-                 optimizer=None,
-                 name='DqnAlgorithm',
-                 **kwargs):
+                 observation_spec: Nest,
+                 action_spec: Nest,
+                 q_network_ctor: Callable = QNetwork,
+                 gamma: float = 0.99,
+                 td_error_loss_fn: Callable = losses.element_wise_huber_loss,
+                 use_double_q: bool = True,
+                 epsilon_greedy: Union[float, Sequence[float]] = (1.0, 0.05),
+                 epsilon_decay_steps: int = 10000,
+                 eval_epsilon_greedy: float = 0.0,
+                 tau: float = 1.0,
+                 target_update_period: int = 100,
+                 optimizer: Optional[Any] = None,
+                 name: str = 'DqnAlgorithm',
+                 **kwargs: Any):
+        reject_retired_arguments(name, kwargs)
         if (tf.nest.is_nested(action_spec) or not is_bounded(action_spec)
                 or not is_discrete(action_spec)
                 or action_spec.shape.rank != 0):
@@ -179,66 +157,43 @@ class DqnAlgorithm(OffPolicyAlgorithm):
                 "%s: action_spec must be one scalar BoundedTensorSpec with "
                 "an integer dtype (a single discrete action), got %s" %
                 (name, action_spec))
-        if isinstance(epsilon_greedy, (tuple, list)):
-            if len(epsilon_greedy) != 2:
-                raise ValueError("%s: epsilon_greedy must be a float or "
-                                 "(start, end), got %r" %
-                                 (name, epsilon_greedy))
-            epsilon_start, epsilon_end = map(float, epsilon_greedy)
-        else:
-            epsilon_start = epsilon_end = float(epsilon_greedy)
-        for label, eps in (('epsilon_greedy', epsilon_start),
-                           ('epsilon_greedy', epsilon_end),
-                           ('eval_epsilon_greedy', eval_epsilon_greedy)):
-            if not 0.0 <= eps <= 1.0:
-                raise ValueError("%s: %s must be in [0, 1], got %r" %
-                                 (name, label, eps))
-        if int(epsilon_decay_steps) < 1:
-            raise ValueError("%s: epsilon_decay_steps must be >= 1, got %r" %
-                             (name, epsilon_decay_steps))
-        if not 0.0 <= gamma <= 1.0:
-            raise ValueError("%s: gamma must be in [0, 1], got %r" %
-                             (name, gamma))
+        self._epsilon = _epsilon_schedule(name, epsilon_greedy,
+                                          epsilon_decay_steps)
+        self._eval_epsilon = check_unit_interval(name, 'eval_epsilon_greedy',
+                                                 eval_epsilon_greedy)
+        gamma = check_unit_interval(name, 'gamma', gamma)
         q_network = q_network_ctor(observation_spec, action_spec)
         check_feed_forward(name, [q_network])
         super().__init__(observation_spec, action_spec, optimizer=optimizer,
                          name=name, **kwargs)
         self._q_network = q_network
-        self._target_q_network = q_network.copy(name='target_q_network')
+        self._target_q_network = TargetNetwork(q_network,
+                                               name='target_q_network')
         self._target_updater = PeriodicSoftUpdate(
             self._target_q_network.variables, self._q_network.variables,
-            tau=target_update_tau, period=target_update_period)
+            tau=tau, period=target_update_period)
         self._num_actions = num_discrete_actions(action_spec)
-        self._gamma = float(gamma)
-        self._td_loss_fn = td_loss_fn
+        self._gamma = gamma
+        self._td_error_loss_fn = td_error_loss_fn
         self._use_double_q = bool(use_double_q)
-        self._epsilon_start = epsilon_start
-        self._epsilon_end = epsilon_end
-        self._epsilon_decay_steps = int(epsilon_decay_steps)
-        self._eval_epsilon = float(eval_epsilon_greedy)
         self._rollout_count = tf.Variable(0, dtype=tf.int64, trainable=False,
                                           name='rollout_count')
 
-    def _trainable_attributes_to_ignore(self):
-        # The updater holds references to both networks' variables.
-        return ['_target_q_network', '_target_updater']
-
     @property
-    def epsilon(self):
+    def epsilon(self) -> tf.Tensor:
         """[] float32: the current exploration ε."""
-        return linear_epsilon(self._rollout_count, self._epsilon_start,
-                              self._epsilon_end, self._epsilon_decay_steps)
+        return self._epsilon(self._rollout_count)
 
-    def _to_action(self, index):
+    def _to_action(self, index: tf.Tensor) -> tf.Tensor:
         action = tf.cast(index, self.action_spec.dtype)
         return action + tf.cast(self.action_spec.minimum, action.dtype)
 
-    def _act(self, observation, epsilon):
+    def _act(self, observation: Nest, epsilon: Any) -> tf.Tensor:
         q_values, _ = self._q_network(observation)
         index = epsilon_greedy_action(q_values, epsilon, make_stateless_seed())
         return self._to_action(index)
 
-    def predict(self, time_step, state):
+    def predict(self, time_step: TimeStep, state: Nest) -> PolicyStep:
         """Greedy (or ``eval_epsilon_greedy``) action.
 
         Args:
@@ -255,7 +210,7 @@ class DqnAlgorithm(OffPolicyAlgorithm):
             action = self._act(time_step.observation, self._eval_epsilon)
         return PolicyStep(action=action, state=state)
 
-    def rollout(self, time_step, state):
+    def rollout(self, time_step: TimeStep, state: Nest) -> PolicyStep:
         """ε-greedy action; advances the ε schedule by one call.
 
         Args:
@@ -265,12 +220,10 @@ class DqnAlgorithm(OffPolicyAlgorithm):
             ``PolicyStep(action [B], (), ())``.
         """
         count = self._rollout_count.assign_add(1)
-        epsilon = linear_epsilon(count - 1, self._epsilon_start,
-                                 self._epsilon_end, self._epsilon_decay_steps)
-        action = self._act(time_step.observation, epsilon)
+        action = self._act(time_step.observation, self._epsilon(count - 1))
         return PolicyStep(action=action, state=state)
 
-    def train_step(self, exp, state):
+    def train_step(self, exp: Experience, state: Nest) -> PolicyStep:
         """Q of the taken action and the bootstrap value of this step.
 
         Args:
@@ -297,7 +250,8 @@ class DqnAlgorithm(OffPolicyAlgorithm):
                               q_value=q_value,
                               target_value=tf.stop_gradient(target_value)))
 
-    def calc_loss(self, training_info, importance_weights=None):
+    def calc_loss(self, training_info: TrainingInfo,
+                  importance_weights: Optional[tf.Tensor] = None) -> LossInfo:
         """TD loss of rows 0..T-2 against n-step targets; last row padded.
 
         Args:
@@ -310,23 +264,23 @@ class DqnAlgorithm(OffPolicyAlgorithm):
             ``LossInfo(loss [T, B], extra=DqnLossInfo)``.
         """
         info = training_info.info
-        returns = tf.stop_gradient(
-            n_step_td_targets(training_info.reward, training_info.discount,
-                              training_info.step_type, info.target_value,
-                              self._gamma))
+        returns = n_step_returns(training_info.reward, training_info.discount,
+                                 training_info.step_type, info.target_value,
+                                 self._gamma)
         q_value = info.q_value[:-1]
-        loss = self._td_loss_fn(returns, q_value)
+        loss = pad_last_row(self._td_error_loss_fn(returns, q_value))
         td_error = tf.stop_gradient(returns - q_value)
-        pad = tf.zeros_like(loss[:1])
-        loss = tf.concat([loss, pad], 0)
         if importance_weights is not None:
             loss = loss * tf.cast(importance_weights, loss.dtype)
         return LossInfo(loss=loss,
-                        extra=DqnLossInfo(td_error=tf.concat([td_error, pad],
-                                                             0),
+                        extra=DqnLossInfo(td_error=pad_last_row(td_error),
                                           q_value=info.q_value))
 
-    def after_train(self, training_info):
-        """Counts one update; updates the target network when due."""
+    def after_train(self, training_info: TrainingInfo) -> None:
+        """Updates the target network when due.
+
+        Args:
+            training_info: the ``TrainingInfo`` trained on (unused).
+        """
         del training_info
         self._target_updater()

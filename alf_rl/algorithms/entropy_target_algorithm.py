@@ -4,9 +4,10 @@ entropy tracks a target (ALF's ``EntropyTargetAlgorithm``, reimplemented).
 A fixed entropy bonus ``alpha * H`` either barely matters or keeps the policy
 near uniform, and the right ``alpha`` differs per task and changes during
 training. Here ``alpha = exp(log_alpha)`` is a non-trainable variable moved by
-a small staged controller, once per ``calc_loss`` call (that is, once per
-gradient update of the owning algorithm), on the batch-mean entropy ``H`` of
-the policy:
+a small staged controller, once per gradient update of the owning algorithm
+(in ``after_train``, after the gradients were applied; ``calc_loss`` already
+uses the alpha of that step and changes no state), on the batch-mean entropy
+``H`` of the policy:
 
 1. *estimate* (only when ``max_entropy`` is None): the first call sets
    ``max_entropy = target + 0.8 * (H_0 - target)`` (or ``target`` when
@@ -39,15 +40,20 @@ update, not a window average; a constant entropy still moves alpha (ALF's
 step was zero without a trend).
 """
 
+from typing import Any, Optional
+
 import gin
 import numpy as np
 import tensorflow as tf
 
 from alf_rl import specs as alf_specs
-from alf_rl.algorithms.algorithm import Algorithm, masked_mean
+from alf_rl.algorithms.algorithm import Algorithm
 from alf_rl.data_structures import LossInfo, TrainingInfo, namedtuple
 from alf_rl.ops import distributions as dist_ops
+from alf_rl.ops.masks import masked_mean
 from alf_rl.utils.common import make_stateless_seed, valid_step_mask
+
+Nest = Any
 
 EntropyTargetLossInfo = namedtuple(
     'EntropyTargetLossInfo',
@@ -58,6 +64,17 @@ EntropyTargetLossInfo = namedtuple(
         'update_rate',  # [] float32 current adjust rate (debug only)
     ],
     default_value=())
+
+# The controller's state: its five variables, or their next values.
+_ControllerState = namedtuple(
+    '_ControllerState',
+    [
+        'log_alpha',  # [] float32
+        'stage',  # [] int32, one of the *_STAGE constants
+        'max_entropy',  # [] float32
+        'update_rate',  # [] float32 current adjust rate
+        'prev_entropy',  # [] float32 the previous update's mean entropy
+    ])
 
 # Controller stages (values of the ``stage`` variable).
 ESTIMATE_STAGE = -2
@@ -71,7 +88,7 @@ _MAX_ENTROPY_FRACTION = 0.8
 _TREND_WEIGHT = 0.75
 
 
-def default_target_entropy(action_spec):
+def default_target_entropy(action_spec: Nest) -> float:
     """ALF's default entropy target for an action spec (a sum over leaves).
 
     * Bounded continuous element with range ``M - m``: ``log(0.01 (M - m))``,
@@ -117,17 +134,50 @@ def default_target_entropy(action_spec):
     return total
 
 
+def _check_arguments(name: str, initial_alpha: float, min_alpha: float,
+                     slow_update_rate: float, fast_update_rate: float,
+                     target_entropy: float,
+                     max_entropy: Optional[float]) -> None:
+    """ValueError for the bad combinations ``EntropyTargetAlgorithm``
+    refuses (see its docstring)."""
+    if not initial_alpha > 0:
+        raise ValueError("%s: initial_alpha must be > 0, got %s" %
+                         (name, initial_alpha))
+    if not min_alpha > 0:
+        raise ValueError("%s: min_alpha must be > 0, got %s" %
+                         (name, min_alpha))
+    if not 0 < slow_update_rate <= fast_update_rate:
+        raise ValueError(
+            "%s: need 0 < slow_update_rate <= fast_update_rate, got "
+            "slow=%s fast=%s" % (name, slow_update_rate, fast_update_rate))
+    if max_entropy is not None and max_entropy < target_entropy:
+        raise ValueError(
+            "%s: max_entropy (%s) must be >= target_entropy (%s)" %
+            (name, max_entropy, target_entropy))
+
+
+def _has_analytic_entropy(nest_of_distributions: Nest) -> bool:
+    """Whether every distribution has a closed-form entropy (no sample)."""
+    try:
+        for d in tf.nest.flatten(nest_of_distributions):
+            d.entropy()
+    except NotImplementedError:
+        return False
+    return True
+
+
 @gin.configurable
 class EntropyTargetAlgorithm(Algorithm):
     """Adaptive entropy bonus ``-alpha H`` with ``H`` steered to a target.
 
     See the module docstring for the controller. Used as a sub-algorithm:
     ``ActorCriticAlgorithm(entropy_target_ctor=...)`` (and so PPO) adds
-    ``calc_loss(...)``'s loss to its actor loss; ``SacAlgorithm(
-    entropy_target_ctor=...)`` uses ``alpha`` as its temperature and calls
-    ``adjust_alpha`` with its entropy estimates. All state (``log_alpha``,
-    stage, rate, max entropy, previous entropy) lives in non-trainable
-    variables: checkpointed with the owner, untouched by optimizers.
+    ``calc_loss(...)``'s loss to its actor loss and calls ``after_train``
+    after its update; ``SacAlgorithm(entropy_target_ctor=...)`` uses
+    ``alpha`` as its temperature and calls ``adjust_alpha`` with its entropy
+    estimates in its ``after_train``. All state (``log_alpha``, stage, rate,
+    max entropy, previous entropy) lives in non-trainable variables:
+    checkpointed with the owner, untouched by optimizers.
 
     Args:
         action_spec: nest of action specs (for the default target).
@@ -151,34 +201,21 @@ class EntropyTargetAlgorithm(Algorithm):
     """
 
     def __init__(self,
-                 action_spec,
-                 initial_alpha=0.1,
-                 target_entropy=None,
-                 slow_update_rate=0.01,
-                 fast_update_rate=float(np.log(2)),
-                 min_alpha=1e-4,
-                 max_entropy=None,
-                 debug_summaries=False,
-                 name='EntropyTargetAlgorithm'):
+                 action_spec: Nest,
+                 initial_alpha: float = 0.1,
+                 target_entropy: Optional[float] = None,
+                 slow_update_rate: float = 0.01,
+                 fast_update_rate: float = float(np.log(2)),
+                 min_alpha: float = 1e-4,
+                 max_entropy: Optional[float] = None,
+                 debug_summaries: bool = False,
+                 name: str = 'EntropyTargetAlgorithm'):
         super().__init__(name=name)
-        if not initial_alpha > 0:
-            raise ValueError("%s: initial_alpha must be > 0, got %s" %
-                             (name, initial_alpha))
-        if not min_alpha > 0:
-            raise ValueError("%s: min_alpha must be > 0, got %s" %
-                             (name, min_alpha))
-        if not 0 < slow_update_rate <= fast_update_rate:
-            raise ValueError(
-                "%s: need 0 < slow_update_rate <= fast_update_rate, got "
-                "slow=%s fast=%s" % (name, slow_update_rate,
-                                     fast_update_rate))
         if target_entropy is None:
             target_entropy = default_target_entropy(action_spec)
         target_entropy = float(target_entropy)
-        if max_entropy is not None and max_entropy < target_entropy:
-            raise ValueError(
-                "%s: max_entropy (%s) must be >= target_entropy (%s)" %
-                (name, max_entropy, target_entropy))
+        _check_arguments(name, initial_alpha, min_alpha, slow_update_rate,
+                         fast_update_rate, target_entropy, max_entropy)
         self._action_spec = action_spec
         self._target_entropy = target_entropy
         self._slow_update_rate = float(slow_update_rate)
@@ -189,63 +226,54 @@ class EntropyTargetAlgorithm(Algorithm):
         else:
             self._fast_stage_threshold = 2 * target_entropy - 0.1
         self._debug_summaries = debug_summaries
-        self._log_alpha = tf.Variable(float(np.log(initial_alpha)),
-                                      trainable=False,
-                                      dtype=tf.float32,
-                                      name='log_alpha')
-        self._stage = tf.Variable(
-            ESTIMATE_STAGE if max_entropy is None else INIT_STAGE,
-            trainable=False,
-            dtype=tf.int32,
-            name='stage')
-        self._max_entropy = tf.Variable(
+
+        def _variable(value, dtype, var_name):
+            return tf.Variable(value, trainable=False, dtype=dtype,
+                               name=var_name)
+
+        self._log_alpha = _variable(float(np.log(initial_alpha)),
+                                    tf.float32, 'log_alpha')
+        self._stage = _variable(
+            ESTIMATE_STAGE if max_entropy is None else INIT_STAGE, tf.int32,
+            'stage')
+        self._max_entropy = _variable(
             target_entropy if max_entropy is None else float(max_entropy),
-            trainable=False,
-            dtype=tf.float32,
-            name='max_entropy')
-        self._update_rate = tf.Variable(self._fast_update_rate,
-                                        trainable=False,
-                                        dtype=tf.float32,
-                                        name='update_rate')
-        self._prev_entropy = tf.Variable(0.0,
-                                         trainable=False,
-                                         dtype=tf.float32,
-                                         name='prev_entropy')
+            tf.float32, 'max_entropy')
+        self._update_rate = _variable(self._fast_update_rate, tf.float32,
+                                      'update_rate')
+        self._prev_entropy = _variable(0.0, tf.float32, 'prev_entropy')
 
     # ------------------------------------------------------------ properties
     @property
-    def target_entropy(self):
+    def target_entropy(self) -> float:
         """float: the entropy the controller steers towards."""
         return self._target_entropy
 
     @property
-    def log_alpha(self):
+    def log_alpha(self) -> tf.Variable:
         """tf.Variable [] float32 (non-trainable): log of the weight."""
         return self._log_alpha
 
     @property
-    def alpha(self):
+    def alpha(self) -> tf.Tensor:
         """[] float32 ``exp(log_alpha)``, gradient stopped."""
         return tf.stop_gradient(tf.exp(self._log_alpha))
 
     @property
-    def stage(self):
+    def stage(self) -> tf.Variable:
         """tf.Variable [] int32: the controller stage (module constants)."""
         return self._stage
 
     # ------------------------------------------------------------ control
-    def adjust_alpha(self, entropy, valid_mask=None):
-        """One controller update from a batch of entropies (graph-safe).
+    def _next_state(self, h: tf.Tensor) -> _ControllerState:
+        """The controller's next state after a batch of mean entropy ``h``
+        (reads the variables, assigns nothing).
 
         Args:
-            entropy: [T, B] or [B] float32 entropy estimates (gradient is
-                ignored).
-            valid_mask: same shape float mask of the steps to average over
-                (None: all).
+            h: [] float32 masked-mean entropy of the batch.
         Returns:
-            [] float32 the new ``alpha`` (gradient stopped).
+            ``_ControllerState`` of [] tensors.
         """
-        h = masked_mean(tf.stop_gradient(entropy), valid_mask)
         target = self._target_entropy
         stage = tf.convert_to_tensor(self._stage)
         was_adjusting = tf.equal(stage, ADJUST_STAGE)
@@ -287,17 +315,42 @@ class EntropyTargetAlgorithm(Algorithm):
         log_alpha = tf.where(adjusting, log_alpha + step, log_alpha)
         rate = tf.where(adjusting, rate, self._update_rate)
         log_alpha = tf.maximum(log_alpha, self._log_min_alpha)
+        return _ControllerState(log_alpha=log_alpha, stage=stage,
+                                max_entropy=max_entropy, update_rate=rate,
+                                prev_entropy=h)
 
-        self._max_entropy.assign(max_entropy)
-        self._stage.assign(stage)
-        self._update_rate.assign(rate)
-        self._prev_entropy.assign(h)
-        self._log_alpha.assign(log_alpha)
-        return tf.stop_gradient(tf.exp(log_alpha))
+    def adjust_alpha(self, entropy: tf.Tensor,
+                     valid_mask: Optional[tf.Tensor] = None) -> tf.Tensor:
+        """One controller update from a batch of entropies (graph-safe).
+
+        The owner's ``after_train`` calls it once per update.
+
+        Args:
+            entropy: [T, B] or [B] float32 entropy estimates (gradient is
+                ignored).
+            valid_mask: same shape float mask of the steps to average over
+                (None: all).
+        Returns:
+            [] float32 the new ``alpha`` (gradient stopped).
+        """
+        new = self._next_state(masked_mean(tf.stop_gradient(entropy),
+                                           valid_mask))
+        self._max_entropy.assign(new.max_entropy)
+        self._stage.assign(new.stage)
+        self._update_rate.assign(new.update_rate)
+        self._prev_entropy.assign(new.prev_entropy)
+        self._log_alpha.assign(new.log_alpha)
+        return tf.stop_gradient(tf.exp(new.log_alpha))
 
     # ------------------------------------------------------------ loss
-    def calc_loss(self, action_distribution, step_type=None, valid_mask=None):
-        """Entropy bonus with the adaptive weight; adapts the weight first.
+    def calc_loss(self, action_distribution: Nest,
+                  step_type: Optional[tf.Tensor] = None,
+                  valid_mask: Optional[tf.Tensor] = None) -> LossInfo:
+        """Entropy bonus with the weight this update's controller step gives.
+
+        Changes no state: ``after_train`` (or ``adjust_alpha``, for an owner
+        with its own entropy estimates) moves the controller afterwards, to
+        the ``alpha`` used here.
 
         Args:
             action_distribution: nest of distributions with batch [T, B]
@@ -324,12 +377,31 @@ class EntropyTargetAlgorithm(Algorithm):
         entropy = dist_ops.entropy(action_distribution,
                                    seed=make_stateless_seed(),
                                    outer_rank=outer_rank)
-        alpha = self.adjust_alpha(entropy, valid_mask)
+        new = self._next_state(masked_mean(tf.stop_gradient(entropy),
+                                           valid_mask))
+        alpha = tf.stop_gradient(tf.exp(new.log_alpha))
         debug = self._debug_summaries
         extra = EntropyTargetLossInfo(
             neg_entropy=-tf.stop_gradient(entropy),
             alpha=alpha,
-            stage=tf.cast(self._stage, tf.float32) if debug else (),
-            update_rate=tf.convert_to_tensor(self._update_rate)
-            if debug else ())
+            stage=tf.cast(new.stage, tf.float32) if debug else (),
+            update_rate=new.update_rate if debug else ())
         return LossInfo(loss=-alpha * entropy, extra=extra)
+
+    def after_train(self, training_info: TrainingInfo) -> None:
+        """One controller step on the entropy of the trained batch.
+
+        Recomputes the entropy of ``training_info.info.action_distribution``
+        (exactly ``calc_loss``'s for closed-form entropies; a sampled
+        estimate draws its own seed) averaged over the non-LAST steps.
+
+        Args:
+            training_info: ``TrainingInfo`` with [T, B] leaves whose
+                ``info`` has ``action_distribution``.
+        """
+        dist = training_info.info.action_distribution
+        valid_mask = valid_step_mask(training_info.step_type)
+        seed = None if _has_analytic_entropy(dist) else make_stateless_seed()
+        entropy = dist_ops.entropy(dist, seed=seed,
+                                   outer_rank=valid_mask.shape.rank)
+        self.adjust_alpha(entropy, valid_mask)

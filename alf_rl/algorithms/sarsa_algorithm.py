@@ -26,21 +26,28 @@ Deviations / choices:
   ``DdpgAlgorithm``); the OU process lives in the rollout state.
 """
 
+from typing import Any, Callable, Optional
+
 import gin
 import tensorflow as tf
 
-from alf_rl import specs as alf_specs
-from alf_rl.algorithms.ddpg_algorithm import (add_exploration_noise,
-                                              check_continuous_action_spec,
-                                              check_exploration_args,
-                                              dqda_loss, half_range,
-                                              one_step_td_target)
+from alf_rl.algorithms.config_checks import (check_unit_interval,
+                                             reject_retired_arguments)
+from alf_rl.algorithms.deterministic_actor import (
+    DeterministicActorMixin, ExplorationNoise, actor_dqda_loss,
+    check_continuous_action_spec)
 from alf_rl.algorithms.off_policy_algorithm import OffPolicyAlgorithm
-from alf_rl.data_structures import LossInfo, PolicyStep, namedtuple
+from alf_rl.algorithms.replay_training import TDErrorPriority
+from alf_rl.data_structures import (Experience, LossInfo, PolicyStep,
+                                    TrainingInfo, namedtuple)
 from alf_rl.networks import ActorNetwork, CriticNetwork
+from alf_rl.networks.target_network import PeriodicSoftUpdate, TargetNetwork
 from alf_rl.ops.losses import element_wise_squared_loss
-from alf_rl.ops.target_ops import PeriodicSoftUpdate
-from alf_rl.utils.common import check_feed_forward, ou_noise_state_spec
+from alf_rl.ops.masks import pad_last_row
+from alf_rl.ops.td_targets import one_step_td_target
+from alf_rl.utils.common import check_feed_forward
+
+Nest = Any
 
 SarsaRolloutState = namedtuple(
     'SarsaRolloutState',
@@ -71,7 +78,8 @@ SarsaLossInfo = namedtuple(
 
 
 @gin.configurable
-class SarsaAlgorithm(OffPolicyAlgorithm):
+class SarsaAlgorithm(DeterministicActorMixin, TDErrorPriority,
+                     OffPolicyAlgorithm):
     """SARSA critic + deterministic actor (see the module docstring).
 
     Args:
@@ -82,13 +90,13 @@ class SarsaAlgorithm(OffPolicyAlgorithm):
         critic_network_ctor: ``((observation_spec, action_spec)) -> network``
             returning [B] Q values (``CriticNetwork``).
         gamma: discount factor.
-        target_update_tau: soft-update rate of the target critic.
+        tau: soft-update rate of the target critic.
         target_update_period: update the target every this many updates.
         exploration_noise: ``'ou'`` (Ornstein-Uhlenbeck, ALF's choice) or
             ``'gaussian'``.
         noise_stddev: stddev of the noise in units of the action half-range.
         ou_damping: theta of the OU process.
-        td_loss_fn: ``(target, prediction) -> element-wise loss``.
+        td_error_loss_fn: ``(target, prediction) -> element-wise loss``.
         dqda_clipping: optional bound on each entry of dQ/da.
         actor_optimizer: ``tf_keras`` optimizer of the actor (None: the
             algorithm's ``optimizer``).
@@ -101,103 +109,56 @@ class SarsaAlgorithm(OffPolicyAlgorithm):
     Raises:
         ValueError: discrete or unbounded action specs, recurrent networks,
             an unknown ``exploration_noise`` or out-of-range numbers.
+        TypeError: a retired argument name (``target_update_tau``,
+            ``td_loss_fn``).
     """
 
     def __init__(self,
-                 observation_spec,
-                 action_spec,
-                 actor_network_ctor=ActorNetwork,
-                 critic_network_ctor=CriticNetwork,
-                 gamma=0.99,
-                 target_update_tau=0.05,
-                 target_update_period=5,
-                 exploration_noise='ou',
-                 noise_stddev=0.2,
-                 ou_damping=0.15,
-                 td_loss_fn=element_wise_squared_loss,
-                 dqda_clipping=None,
-                 actor_optimizer=None,
-                 critic_optimizer=None,
-                 name='SarsaAlgorithm',
-                 **kwargs):
+                 observation_spec: Nest,
+                 action_spec: Nest,
+                 actor_network_ctor: Callable = ActorNetwork,
+                 critic_network_ctor: Callable = CriticNetwork,
+                 gamma: float = 0.99,
+                 tau: float = 0.05,
+                 target_update_period: int = 5,
+                 exploration_noise: str = 'ou',
+                 noise_stddev: float = 0.2,
+                 ou_damping: float = 0.15,
+                 td_error_loss_fn: Callable = element_wise_squared_loss,
+                 dqda_clipping: Optional[float] = None,
+                 actor_optimizer: Optional[Any] = None,
+                 critic_optimizer: Optional[Any] = None,
+                 name: str = 'SarsaAlgorithm',
+                 **kwargs: Any):
+        reject_retired_arguments(name, kwargs)
         check_continuous_action_spec(action_spec, name)
-        check_exploration_args(name, exploration_noise, noise_stddev)
-        if not 0.0 <= gamma <= 1.0:
-            raise ValueError("%s: gamma must be in [0, 1], got %r" %
-                             (name, gamma))
+        noise = ExplorationNoise(action_spec, exploration_noise,
+                                 float(noise_stddev), float(ou_damping), name)
+        gamma = check_unit_interval(name, 'gamma', gamma)
         actor_network = actor_network_ctor(observation_spec, action_spec)
         critic_network = critic_network_ctor((observation_spec, action_spec))
         check_feed_forward(name, (actor_network, critic_network))
-        if exploration_noise == 'ou':
-            rollout_state_spec = SarsaRolloutState(
-                ou_noise=ou_noise_state_spec(action_spec))
-        else:
-            rollout_state_spec = SarsaRolloutState()
-        super().__init__(observation_spec,
-                         action_spec,
-                         train_state_spec=(),
-                         rollout_state_spec=rollout_state_spec,
-                         predict_state_spec=(),
-                         name=name,
-                         **kwargs)
+        super().__init__(observation_spec, action_spec, train_state_spec=(),
+                         rollout_state_spec=SarsaRolloutState(
+                             ou_noise=noise.ou_state_spec),
+                         predict_state_spec=(), name=name, **kwargs)
         self._actor_network = actor_network
         self._critic_network = critic_network
-        self._target_critic_network = critic_network.copy(
-            name='target_critic_network')
+        self._target_critic_network = TargetNetwork(
+            critic_network, name='target_critic_network')
         self._target_updater = PeriodicSoftUpdate(
             self._target_critic_network.trainable_variables,
-            critic_network.trainable_variables, target_update_tau,
-            target_update_period)
-        self._gamma = float(gamma)
-        self._exploration_noise = exploration_noise
-        self._noise_stddev = float(noise_stddev)
-        self._ou_damping = float(ou_damping)
-        self._td_loss_fn = td_loss_fn
+            critic_network.trainable_variables, tau, target_update_period)
+        self._gamma = gamma
+        self._noise = noise
+        self._td_error_loss_fn = td_error_loss_fn
         self._dqda_clipping = dqda_clipping
-        self._half_range = [
-            half_range(s) for s in tf.nest.flatten(action_spec)
-        ]
         if actor_optimizer is not None:
             self.add_optimizer(actor_optimizer, [actor_network])
         if critic_optimizer is not None:
             self.add_optimizer(critic_optimizer, [critic_network])
 
-    def _trainable_attributes_to_ignore(self):
-        # The updater holds the target (and source) variables too.
-        return ['_target_critic_network', '_target_updater']
-
-    def predict(self, time_step, state):
-        """Greedy action ``mu(s)``.
-
-        Args:
-            time_step: ``TimeStep`` with [B, ...] leaves.
-            state: ``()``.
-        Returns:
-            ``PolicyStep(action [B, ...] inside the spec, (), ())``.
-        """
-        action, _ = self._actor_network(time_step.observation)
-        action = alf_specs.cast_and_clip_to_spec(action, self._action_spec)
-        return PolicyStep(action=action, state=())
-
-    def rollout(self, time_step, state):
-        """Exploration action ``clip(mu(s) + noise * half_range)``.
-
-        Args:
-            time_step: ``TimeStep`` with [B, ...] leaves.
-            state: ``SarsaRolloutState`` with [B, ...] leaves.
-        Returns:
-            ``PolicyStep(action [B, ...], SarsaRolloutState, ())``.
-        """
-        action, _ = self._actor_network(time_step.observation)
-        action, ou_noise = add_exploration_noise(
-            action, state.ou_noise, self._action_spec, self._half_range,
-            self._exploration_noise, self._noise_stddev, self._ou_damping)
-        if ou_noise is not None:
-            state = SarsaRolloutState(ou_noise=ou_noise)
-        action = alf_specs.cast_and_clip_to_spec(action, self._action_spec)
-        return PolicyStep(action=action, state=state)
-
-    def train_step(self, exp, state):
+    def train_step(self, exp: Experience, state: Nest) -> PolicyStep:
         """Critic and target critic at the stored action; the actor loss.
 
         Args:
@@ -211,11 +172,8 @@ class SarsaAlgorithm(OffPolicyAlgorithm):
         q, _ = self._critic_network((observation, exp.action))
         target_q, _ = self._target_critic_network((observation, exp.action))
         action, _ = self._actor_network(observation)
-        with tf.GradientTape(watch_accessed_variables=False) as tape:
-            tape.watch(action)
-            q_pi, _ = self._critic_network((observation, action))
-        dqda = tape.gradient(q_pi, action)
-        actor_loss = dqda_loss(action, dqda, self._dqda_clipping)
+        actor_loss = actor_dqda_loss(self._critic_network, observation,
+                                     action, self._dqda_clipping)
         return PolicyStep(action=action,
                           state=(),
                           info=SarsaInfo(
@@ -223,7 +181,7 @@ class SarsaAlgorithm(OffPolicyAlgorithm):
                               target_critic=tf.stop_gradient(target_q),
                               actor_loss=actor_loss))
 
-    def calc_loss(self, training_info):
+    def calc_loss(self, training_info: TrainingInfo) -> LossInfo:
         """SARSA TD loss (rows 0..T-2, last row padded) plus actor loss.
 
         Args:
@@ -236,20 +194,20 @@ class SarsaAlgorithm(OffPolicyAlgorithm):
         target = one_step_td_target(training_info.reward[1:],
                                     training_info.discount[1:],
                                     info.target_critic[1:], self._gamma)
-        critic_loss = self._td_loss_fn(target, info.critic[:-1])
+        critic_loss = pad_last_row(
+            self._td_error_loss_fn(target, info.critic[:-1]))
         td_error = target - info.critic[:-1]
-
-        def _pad(x):
-            return tf.concat([x, tf.zeros_like(x[:1])], axis=0)
-
-        critic_loss = _pad(critic_loss)
         return LossInfo(loss=critic_loss + info.actor_loss,
                         extra=SarsaLossInfo(critic=critic_loss,
                                             actor=info.actor_loss,
                                             q=info.critic,
-                                            td_error=_pad(td_error)))
+                                            td_error=pad_last_row(td_error)))
 
-    def after_train(self, training_info):
-        """Soft-updates the target critic (every target_update_period)."""
+    def after_train(self, training_info: TrainingInfo) -> None:
+        """Soft-updates the target critic (every target_update_period).
+
+        Args:
+            training_info: the ``TrainingInfo`` trained on (unused).
+        """
         del training_info
         self._target_updater()

@@ -11,11 +11,11 @@ in Actor-Critic Methods" (arXiv:1802.09477). Three changes to DDPG:
 3. Delayed updates: the actor and all target networks are updated once every
    ``actor_update_period`` (2) critic updates.
 
-How the delay is implemented: ``train_complete`` is overridden. A counter
-variable counts updates; the critics' gradients are computed and applied on
-every update, while the actor's gradients are computed and applied inside a
-``tf.cond`` only when ``count % actor_update_period == 0`` (updates N, 2N,
-..., as in the authors' code where the counter is incremented first). Scaling
+How the delay is implemented: ``_should_apply`` gates the actor's optimizer.
+A counter variable counts updates (in ``after_train``); the critics'
+gradients are computed and applied on every update, while the actor's
+gradients are computed and applied inside a ``tf.cond`` only on updates N,
+2N, ... (as in the authors' code, where the counter is incremented first). Scaling
 the actor loss by 0 instead would not do: Adam's momentum would still move
 the actor, and its step count would advance. The target networks use the
 DDPG updater with ``target_update_period = actor_update_period``, whose own
@@ -26,33 +26,18 @@ units, Gaussian exploration by default, actions enter the critic at its
 input).
 """
 
+from typing import Any, Optional, Union
+
 import gin
 import tensorflow as tf
 
 from alf_rl import specs as alf_specs
-from alf_rl.algorithms.algorithm import reduce_loss_info
-from alf_rl.algorithms.ddpg_algorithm import DdpgAlgorithm, leaf_seeds
-from alf_rl.utils.common import valid_step_mask
-from alf_rl.utils.nest import flatten_with_path
+from alf_rl.algorithms.ddpg_algorithm import DdpgAlgorithm
+from alf_rl.algorithms.deterministic_actor import leaf_seeds
+from alf_rl.data_structures import TrainingInfo
+from alf_rl.ops.exploration import smoothed_target_action
 
-
-def smoothed_target_action(action, half_range, noise_stddev, noise_clip,
-                           seed):
-    """``mu'(s) + clip(N(0, sigma * r), -c * r, c * r)`` for one leaf.
-
-    Args:
-        action: [B, ...] float32 target-actor action.
-        half_range: [...] float32 ``(maximum - minimum) / 2``.
-        noise_stddev: sigma, in half-range units.
-        noise_clip: c, in half-range units.
-        seed: [2] int32 stateless seed.
-    Returns:
-        [B, ...] float32 (not yet clipped to the spec).
-    """
-    noise = tf.random.stateless_normal(tf.shape(action), seed,
-                                       stddev=noise_stddev)
-    noise = tf.clip_by_value(noise, -noise_clip, noise_clip)
-    return action + noise * half_range
+Nest = Any
 
 
 @gin.configurable
@@ -84,16 +69,16 @@ class Td3Algorithm(DdpgAlgorithm):
     """
 
     def __init__(self,
-                 observation_spec,
-                 action_spec,
-                 actor_optimizer=None,
-                 critic_optimizer=None,
-                 num_critic_replicas=2,
-                 target_policy_noise=0.2,
-                 target_policy_noise_clip=0.5,
-                 actor_update_period=2,
-                 name='Td3Algorithm',
-                 **kwargs):
+                 observation_spec: Nest,
+                 action_spec: Nest,
+                 actor_optimizer: Optional[Any] = None,
+                 critic_optimizer: Optional[Any] = None,
+                 num_critic_replicas: int = 2,
+                 target_policy_noise: float = 0.2,
+                 target_policy_noise_clip: float = 0.5,
+                 actor_update_period: int = 2,
+                 name: str = 'Td3Algorithm',
+                 **kwargs: Any):
         if 'target_update_period' in kwargs:
             raise ValueError(
                 "%s: target_update_period is set by actor_update_period "
@@ -122,20 +107,13 @@ class Td3Algorithm(DdpgAlgorithm):
         self._actor_update_period = int(actor_update_period)
         self._num_updates = tf.Variable(0, dtype=tf.int64, trainable=False,
                                         name='num_updates')
-        actor_refs = {v.ref() for v in self._actor_network.trainable_variables}
-        # The actor's (optimizer, variables) set, found once.
-        self._actor_set_index = None
-        for i, (_, variables) in enumerate(
-                self.get_optimizer_and_variable_sets()):
-            if any(v.ref() in actor_refs for v in variables):
-                self._actor_set_index = i
 
     @property
-    def actor_update_period(self):
+    def actor_update_period(self) -> int:
         """int: the actor and targets move once every this many updates."""
         return self._actor_update_period
 
-    def _target_action(self, observation):
+    def _target_action(self, observation: Nest) -> Nest:
         """``clip(mu'(s') + clipped noise)`` (target policy smoothing)."""
         action, _ = self._target_actor_network(observation)
         flat = tf.nest.flatten(action)
@@ -143,72 +121,25 @@ class Td3Algorithm(DdpgAlgorithm):
         flat = [
             smoothed_target_action(a, r, self._target_policy_noise,
                                    self._target_policy_noise_clip, s)
-            for a, r, s in zip(flat, self._half_range, seeds)
+            for a, r, s in zip(flat, self._noise.half_ranges, seeds)
         ]
         return alf_specs.clip_to_spec(
             tf.nest.pack_sequence_as(self._action_spec, flat),
             self._action_spec)
 
-    def train_complete(self, tape, training_info, valid_masks=None,
-                       weight=1.0):
-        """``Algorithm.train_complete`` with the actor update gated.
+    def _should_apply(self, optimizer: Any) -> Union[bool, tf.Tensor]:
+        """Gates the actor's optimizer: true on every
+        ``actor_update_period``-th update (updates N, 2N, ...)."""
+        if optimizer is not self._actor_optimizer:
+            return True
+        return tf.equal((self._num_updates + 1) % self._actor_update_period,
+                        0)
 
-        Critics are updated every call; the actor's gradients are computed
-        and applied only on every ``actor_update_period``-th call (zeros are
-        reported for it otherwise). The loss reduction repeats the base
-        class's.
+    def after_train(self, training_info: TrainingInfo) -> None:
+        """Counts the update, then DDPG's (periodic) target updates.
 
         Args:
-            tape: the ``tf.GradientTape`` of the forward pass (persistent).
-            training_info: ``TrainingInfo`` with [T, B, ...] leaves.
-            valid_masks: [T, B] float mask; defaults to ``step_type !=
-                LAST``.
-            weight: scalar loss weight.
-        Returns:
-            ``(loss_info, grads_and_vars)``.
+            training_info: the ``TrainingInfo`` trained on.
         """
-        if valid_masks is None:
-            valid_masks = valid_step_mask(training_info.step_type)
-        # Same reduction as Algorithm.train_complete.
-        with tape:
-            loss_info = self.calc_loss(training_info)
-            self.last_per_step_loss_info = loss_info
-            loss_info = reduce_loss_info(loss_info, valid_masks)
-            total = tf.debugging.check_numerics(
-                loss_info.loss * weight, "loss of %s (components: %s)" %
-                (self.name, ', '.join(p for p, _ in flatten_with_path(
-                    loss_info.extra, 'loss'))))
-        count = self._num_updates.assign_add(1)
-        update_actor = tf.equal(count % self._actor_update_period, 0)
-        all_grads_and_vars = []
-        for i, (optimizer, variables) in enumerate(
-                self.get_optimizer_and_variable_sets()):
-            if i == self._actor_set_index:
-
-                def _update(optimizer=optimizer, variables=variables):
-                    grads = [g for g, _ in self._apply(
-                        tape, total, optimizer, variables)]
-                    return grads
-
-                def _skip(variables=variables):
-                    return [tf.zeros_like(v) for v in variables]
-
-                grads = tf.cond(update_actor, _update, _skip)
-                all_grads_and_vars.extend(zip(grads, variables))
-            else:
-                all_grads_and_vars.extend(
-                    self._apply(tape, total, optimizer, variables))
-        self.after_train(training_info)
-        return loss_info._replace(loss=total), all_grads_and_vars
-
-    def _apply(self, tape, total, optimizer, variables):
-        """Gradients of ``total``, clipped, applied; returns them.
-
-        Every variable must get a gradient (the networks are fully used).
-        """
-        grads = tape.gradient(total, variables)
-        grads_and_vars = [(g if g is not None else tf.zeros_like(v), v)
-                          for g, v in zip(grads, variables)]
-        grads_and_vars = self._clip(grads_and_vars)
-        optimizer.apply_gradients(grads_and_vars)
-        return grads_and_vars
+        self._num_updates.assign_add(1)
+        super().after_train(training_info)

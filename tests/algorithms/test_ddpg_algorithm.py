@@ -7,8 +7,7 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
-from alf_rl.algorithms.ddpg_algorithm import (DdpgAlgorithm, DdpgInfo,
-                                              dqda_loss)
+from alf_rl.algorithms.ddpg_algorithm import DdpgAlgorithm, DdpgInfo
 from alf_rl.data_structures import (StepType, TimeStep, TrainingInfo,
                                     make_experience)
 from alf_rl.environments.suite_unittest import PolicyUnittestEnv
@@ -180,21 +179,6 @@ def test_calc_loss_uses_next_step_reward_discount_and_target():
     expected_critic = np.concatenate([expected_critic, [[0., 0.]]])
     np.testing.assert_allclose(loss.extra.critic, expected_critic)
     np.testing.assert_allclose(loss.loss, expected_critic + actor_loss)
-
-
-def test_dqda_loss_gradient_is_minus_dqda():
-    action = tf.constant([[0.5, -1.], [2., 0.]])
-    dqda = tf.constant([[1., 2.], [-3., 4.]])
-    with tf.GradientTape() as tape:
-        tape.watch(action)
-        loss = dqda_loss(action, dqda)
-    np.testing.assert_allclose(loss, [2.5, 12.5])
-    np.testing.assert_allclose(tape.gradient(loss, action), -dqda)
-    with tf.GradientTape() as tape:
-        tape.watch(action)
-        loss = dqda_loss(action, dqda, dqda_clipping=1.5)
-    np.testing.assert_allclose(tape.gradient(loss, action),
-                               [[-1., -1.5], [1.5, -1.5]])
 
 
 def test_actor_loss_does_not_reach_the_critic():

@@ -5,10 +5,7 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
-from alf_rl.algorithms.dqn_algorithm import (DqnAlgorithm, DqnInfo,
-                                             epsilon_greedy_action,
-                                             linear_epsilon,
-                                             n_step_td_targets)
+from alf_rl.algorithms.dqn_algorithm import DqnAlgorithm, DqnInfo
 from alf_rl.data_structures import (StepType, TimeStep, TrainingInfo,
                                     make_experience)
 from alf_rl.environments.suite_unittest import PolicyUnittestEnv
@@ -43,41 +40,6 @@ def _collect(alg, env, time_step, num_steps, policy=None):
         time_step = env.step(step.action)
     exp = tf.nest.map_structure(lambda *x: tf.stack(x, axis=1), *exps)
     return exp._replace(state=()), time_step
-
-
-def test_n_step_targets_by_hand():
-    gamma = 0.5
-    # One column: F M M L F; values v = 10, 20, 30, 40, 50.
-    step_type = tf.constant([[F], [M], [M], [L], [F]])
-    reward = tf.constant([[0.], [1.], [2.], [3.], [0.]])
-    discount = tf.constant([[1.], [1.], [1.], [0.], [1.]])
-    value = tf.constant([[10.], [20.], [30.], [40.], [50.]])
-    g = n_step_td_targets(reward, discount, step_type, value, gamma)
-    # G_2 = 3 + 0.5*0*40 = 3; G_1 = 2 + 0.5*3 = 3.5; G_0 = 1 + 0.5*3.5
-    # G_3 (LAST) = v_3 = 40 (masked by the base class anyway).
-    np.testing.assert_allclose(g.numpy()[:, 0], [2.75, 3.5, 3.0, 40.0])
-    # Truncation (discount 1 at LAST) bootstraps from the LAST step's value.
-    g = n_step_td_targets(reward, tf.ones_like(discount), step_type, value,
-                          gamma)
-    np.testing.assert_allclose(g.numpy()[2, 0], 3.0 + 0.5 * 40.0)
-    # Two steps: one-step DQN target r_1 + gamma * d_1 * v_1.
-    g = n_step_td_targets(reward[:2], discount[:2], step_type[:2], value[:2],
-                          gamma)
-    np.testing.assert_allclose(g.numpy(), [[1.0 + 0.5 * 20.0]])
-
-
-def test_epsilon_schedule_and_greedy():
-    assert float(linear_epsilon(0, 1.0, 0.1, 10)) == pytest.approx(1.0)
-    assert float(linear_epsilon(5, 1.0, 0.1, 10)) == pytest.approx(0.55)
-    assert float(linear_epsilon(50, 1.0, 0.1, 10)) == pytest.approx(0.1)
-    q = tf.tile(tf.constant([[0., 3., 1.]]), [2000, 1])
-    seed = tf.constant([1, 2])
-    np.testing.assert_array_equal(epsilon_greedy_action(q, 0.0, seed), 1)
-    a = epsilon_greedy_action(q, 1.0, seed).numpy()
-    counts = np.bincount(a, minlength=3) / a.size
-    np.testing.assert_allclose(counts, [1 / 3] * 3, atol=0.05)
-    a = epsilon_greedy_action(q, 0.3, seed).numpy()
-    assert np.mean(a != 1) == pytest.approx(0.2, abs=0.04)
 
 
 def test_rollout_decays_epsilon_and_predict_is_greedy():
@@ -140,7 +102,7 @@ def test_one_training_step_on_a_fixed_batch():
 def test_soft_target_update_by_tau():
     set_random_seed(0)
     env = TFPyEnvironment(PolicyUnittestEnv(4, 5))
-    alg = _make_dqn(env, target_update_tau=0.25, target_update_period=1)
+    alg = _make_dqn(env, tau=0.25, target_update_period=1)
     exp, _ = _collect(alg, env, env.reset(), 4)
     old = [v.numpy().copy() for v in alg._q_network.variables]
     alg.train(exp)
@@ -152,7 +114,8 @@ def test_soft_target_update_by_tau():
 
 def test_calc_loss_values_and_importance_weights():
     env = TFPyEnvironment(PolicyUnittestEnv(1, 5))
-    alg = _make_dqn(env, gamma=0.5, td_loss_fn=element_wise_squared_loss)
+    alg = _make_dqn(env, gamma=0.5,
+                    td_error_loss_fn=element_wise_squared_loss)
     info = DqnInfo(q_value=tf.constant([[1.], [2.], [3.]]),
                    target_value=tf.constant([[0.], [4.], [8.]]))
     ti = TrainingInfo(action=tf.zeros([3, 1], tf.int64),

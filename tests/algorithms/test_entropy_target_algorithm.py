@@ -1,6 +1,7 @@
 """EntropyTargetAlgorithm: the controller's direction, gradient routing,
 defaults, checkpointing, and use inside A2C, PPO and SAC."""
 
+import collections
 import functools
 
 import numpy as np
@@ -16,7 +17,7 @@ from alf_rl.algorithms.entropy_target_algorithm import (ADJUST_STAGE,
                                                         FREE_STAGE,
                                                         INIT_STAGE,
                                                         default_target_entropy)
-from alf_rl.data_structures import StepType, make_experience
+from alf_rl.data_structures import StepType, TrainingInfo, make_experience
 from alf_rl.drivers import OnPolicyDriver
 from alf_rl.environments.suite_unittest import PolicyUnittestEnv
 from alf_rl.environments.tf_environment import TFPyEnvironment
@@ -42,6 +43,20 @@ def _entropy(p0):
     return float(-(p0 * np.log(p0) + (1 - p0) * np.log(1 - p0)))
 
 
+_Info = collections.namedtuple('_Info', ['action_distribution'])
+
+
+def _update(alg, dist, step_type=None):
+    """One update as an owner runs it: ``calc_loss`` (no state change),
+    then ``after_train`` (the controller step). Returns the LossInfo."""
+    if step_type is None:
+        step_type = tf.fill(dist.batch_shape, StepType.MID)
+    loss_info = alg.calc_loss(dist, step_type)
+    alg.after_train(TrainingInfo(step_type=step_type,
+                                 info=_Info(action_distribution=dist)))
+    return loss_info
+
+
 # ---------------------------------------------------------------- control
 def test_alpha_rises_below_target_and_falls_above():
     target = 0.3
@@ -52,13 +67,13 @@ def test_alpha_rises_below_target_and_falls_above():
     step_type = tf.fill([3, 4], StepType.MID)
     alphas = [float(alg.alpha)]
     for _ in range(3):
-        alg.calc_loss(low, step_type)
+        _update(alg, low, step_type)
         alphas.append(float(alg.alpha))
     assert int(alg.stage) == ADJUST_STAGE
     assert alphas[1] > alphas[0] and alphas[2] > alphas[1] and (
         alphas[3] > alphas[2]), alphas
     for _ in range(3):
-        alg.calc_loss(high, step_type)
+        _update(alg, high, step_type)
         alphas.append(float(alg.alpha))
     # Once adjusting, an entropy above the target lowers alpha every call.
     assert alphas[4] < alphas[3] and alphas[5] < alphas[4] and (
@@ -72,14 +87,14 @@ def test_init_stage_lowers_alpha_until_entropy_below_max_then_frees():
     _, uniform = _categorical(0.5)  # H = 0.693 > max_entropy
     _, middle = _categorical(0.85)  # H = 0.423: between target and max
     for i in range(3):
-        alg.calc_loss(uniform)
+        _update(alg, uniform)
         assert int(alg.stage) == INIT_STAGE
         np.testing.assert_allclose(float(alg.log_alpha),
                                    np.log(0.1) - 0.01 * (i + 1), rtol=1e-5)
     alpha = float(alg.alpha)
-    alg.calc_loss(middle)
+    _update(alg, middle)
     assert int(alg.stage) == FREE_STAGE
-    alg.calc_loss(middle)  # free stage: alpha left alone
+    _update(alg, middle)  # free stage: alpha left alone
     assert float(alg.alpha) == pytest.approx(alpha)
 
 
@@ -87,7 +102,7 @@ def test_max_entropy_is_estimated_from_the_first_batch():
     target = 0.1
     alg = EntropyTargetAlgorithm(DISCRETE, target_entropy=target)
     _, uniform = _categorical(0.5)
-    alg.calc_loss(uniform)
+    _update(alg, uniform)
     expected = target + 0.8 * (np.log(2) - target)
     assert float(alg._max_entropy) == pytest.approx(expected, rel=1e-5)
     assert int(alg.stage) == INIT_STAGE
@@ -100,7 +115,7 @@ def test_alpha_never_below_min_alpha():
                                  min_alpha=1e-2)
     _, uniform = _categorical(0.5)
     for _ in range(3):
-        alg.calc_loss(uniform)
+        _update(alg, uniform)
     assert float(alg.alpha) == pytest.approx(1e-2, rel=1e-5)
 
 
@@ -111,11 +126,33 @@ def test_controller_runs_compiled():
 
     @tf.function(autograph=False)
     def step():
-        return alg.calc_loss(tfd.Categorical(logits=logits)).extra.alpha
+        return _update(alg, tfd.Categorical(logits=logits)).extra.alpha
 
     first = float(step())
     second = float(step())
     assert second > first > 0.1
+
+
+def test_calc_loss_changes_no_state_and_after_train_moves_to_its_alpha():
+    alg = EntropyTargetAlgorithm(DISCRETE, target_entropy=0.3,
+                                 max_entropy=0.6, debug_summaries=True)
+    _, low = _categorical(0.99)
+    step_type = tf.fill([3, 4], StepType.MID)
+    _update(alg, low, step_type)  # init -> free -> adjust
+    before = [v.numpy() for v in alg.variables]
+    loss_info = alg.calc_loss(low, step_type)
+    loss_info = alg.calc_loss(low, step_type)  # twice: still no change
+    for b, v in zip(before, alg.variables):
+        np.testing.assert_array_equal(b, v.numpy())
+    assert float(loss_info.extra.alpha) > float(alg.alpha)
+    alg.after_train(TrainingInfo(step_type=step_type,
+                                 info=_Info(action_distribution=low)))
+    # The controller lands exactly on the alpha calc_loss already used.
+    assert float(alg.alpha) == float(loss_info.extra.alpha)
+    assert float(alg.stage) == float(loss_info.extra.stage) == ADJUST_STAGE
+    np.testing.assert_allclose(
+        loss_info.loss, -float(alg.alpha) * _entropy(0.99) * np.ones([3, 4]),
+        rtol=1e-5)
 
 
 # ---------------------------------------------------------------- gradients

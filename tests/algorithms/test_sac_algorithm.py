@@ -9,11 +9,7 @@ import tensorflow as tf
 import tf_keras
 
 from alf_rl.algorithms.sac_algorithm import (SacAlgorithm,
-                                             default_target_entropy,
-                                             discrete_actor_loss,
-                                             discrete_soft_value,
-                                             soft_td_target,
-                                             temperature_loss)
+                                             default_target_entropy)
 from alf_rl.data_structures import make_experience
 from alf_rl.environments.suite_unittest import PolicyUnittestEnv
 from alf_rl.environments.tf_environment import TFPyEnvironment
@@ -69,35 +65,6 @@ def _values(variables):
 
 
 # ---------------------------------------------------------------- math
-def test_soft_td_target_by_hand():
-    r = tf.constant([[1.0, 2.0]])
-    d = tf.constant([[1.0, 0.0]])
-    v = tf.constant([[10.0, 10.0]])
-    np.testing.assert_allclose(soft_td_target(r, d, v, 0.9), [[10.0, 2.0]])
-
-
-def test_discrete_value_and_actor_loss_by_hand():
-    probs = tf.constant([[0.25, 0.75]])
-    log_probs = tf.math.log(probs)
-    q = tf.constant([[1.0, 3.0]])
-    alpha = tf.constant(0.5)
-    entropy = -(0.25 * np.log(0.25) + 0.75 * np.log(0.75))
-    expected_v = 0.25 * 1.0 + 0.75 * 3.0 + 0.5 * entropy
-    np.testing.assert_allclose(
-        discrete_soft_value(probs, log_probs, q, alpha), [expected_v],
-        rtol=1e-6)
-    # The actor loss is minus the soft value (same quantity, opposite sign).
-    np.testing.assert_allclose(
-        discrete_actor_loss(probs, log_probs, q, alpha), [-expected_v],
-        rtol=1e-6)
-
-
-def test_temperature_loss_lowers_alpha_when_entropy_is_high():
-    log_alpha = tf.Variable(0.0)
-    with tf.GradientTape() as tape:
-        loss = temperature_loss(log_alpha, tf.constant([2.0]), -1.0)
-    # d loss / d log_alpha = H - target = 3 > 0: descent lowers alpha.
-    assert float(tape.gradient(loss, log_alpha)) == pytest.approx(3.0)
 
 
 def test_default_target_entropy():

@@ -82,7 +82,7 @@ def test_train_step_evaluates_target_critic_at_stored_action():
 def test_one_training_step_on_a_fixed_batch():
     set_random_seed(0)
     env = TFPyEnvironment(PolicyUnittestEnv(4, 5, action_type='continuous'))
-    alg = _make_sarsa(env, target_update_tau=0.25, target_update_period=1)
+    alg = _make_sarsa(env, tau=0.25, target_update_period=1)
     exp, _, _ = _collect(alg, env, env.reset(),
                          alg.get_initial_rollout_state(4), 6)
     variables = alg.trainable_variables
@@ -161,7 +161,7 @@ def test_sarsa_learns_policy_unittest_env():
     set_random_seed(0)
     env = TFPyEnvironment(PolicyUnittestEnv(16, 6, action_type='continuous'))
     alg = _make_sarsa(env, gamma=0.5, exploration_noise='gaussian',
-                      noise_stddev=0.3, target_update_tau=0.1,
+                      noise_stddev=0.3, tau=0.1,
                       target_update_period=1,
                       actor_optimizer=tf_keras.optimizers.Adam(1e-2))
     alg.prepare_off_policy_specs(16)

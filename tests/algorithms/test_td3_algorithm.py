@@ -8,9 +8,9 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
-from alf_rl.algorithms.td3_algorithm import (Td3Algorithm,
-                                             smoothed_target_action)
+from alf_rl.algorithms.td3_algorithm import Td3Algorithm
 from alf_rl.data_structures import make_experience
+from alf_rl.ops.exploration import smoothed_target_action
 from alf_rl.environments.suite_unittest import PolicyUnittestEnv
 from alf_rl.environments.tf_environment import TFPyEnvironment
 from alf_rl.networks import ActorNetwork, CriticNetwork
