@@ -28,6 +28,7 @@ from alf_rl.algorithms.unroll import training_info_spec, unroll
 from alf_rl.data_structures import TrainingInfo
 from alf_rl.drivers.driver import Driver, check_policy_step
 from alf_rl.ops import distributions as dist_ops
+from alf_rl.ops.masks import mask_last_row
 from alf_rl.specs import add_outer_dims
 from alf_rl.utils.common import trace_outputs, valid_step_mask
 from alf_rl.utils.nest import assert_same_structure
@@ -192,7 +193,7 @@ class OnPolicyDriver(Driver):
                                                       self._info_spec))
         # The last row only bootstraps the returns of the rows before it.
         valid = valid_step_mask(training_info.step_type)
-        valid = tf.concat([valid[:-1], tf.zeros_like(valid[-1:])], axis=0)
+        valid = mask_last_row(valid)
         loss_info, _ = self._algorithm.train_complete(tape, training_info,
                                                       valid_masks=valid)
         del tape

@@ -31,7 +31,7 @@ from alf_rl.networks import ActorDistributionNetwork, ValueNetwork
 from alf_rl.replay import OnetimeExperienceReplayer
 from alf_rl.replay.replay_buffer import ReplayBuffer
 from alf_rl.trainers import OnPolicyTrainer, TrainerConfig
-from alf_rl.trainers.trainer import TrainingError
+from alf_rl.trainers.errors import TrainingError
 from alf_rl.utils.common import set_random_seed
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), '..', '..', 'examples')
