@@ -48,9 +48,10 @@ in well under 2 s. Each failure prints one line per offence.
    ``self``/``cls``; ``*args``/``**kwargs`` count) of its public functions
    and methods (name without a leading underscore, plus ``__init__`` and
    ``__call__``, in a public class) is printed by
-   ``test_annotation_coverage``. Files in ``_ANNOTATED`` must have every
-   such argument and every return (``__init__`` aside) annotated; add a file
-   once it is, so coverage only grows.
+   ``test_annotation_coverage``. Files not in ``_NOT_YET_ANNOTATED`` must
+   have every such argument and every return (``__init__`` aside)
+   annotated; a listed file leaves the list once it is, so coverage only
+   grows.
 
 5. One argument name per concept: no ``__init__`` in ``alf_rl/algorithms``
    takes a retired spelling (``_RETIRED_ARGUMENTS``: old name -> new name).
@@ -130,6 +131,8 @@ _FRAMEWORK_HOOKS = {
     # tfp.bijectors.Bijector (StableTanh).
     '_forward', '_inverse', '_forward_log_det_jacobian',
     '_inverse_log_det_jacobian',
+    # tf.train.Checkpoint's Trackable protocol (non-variable state).
+    '_serialize_to_tensors', '_restore_from_tensors',
 }
 
 # Public API that DESIGN.md names for users although alf_rl does not call it.
@@ -169,45 +172,12 @@ _OVER_BUDGET = {
 # 4. Files whose public signatures are fully annotated (paths from the
 #    repository root). Coverage only grows: add files, never remove them.
 # ---------------------------------------------------------------------------
-_ANNOTATED = {
-    'alf_rl/algorithms/actor_critic_algorithm.py',
-    'alf_rl/algorithms/actor_critic_loss.py',
-    'alf_rl/algorithms/config_checks.py',
-    'alf_rl/algorithms/ddpg_algorithm.py',
-    'alf_rl/algorithms/deterministic_actor.py',
-    'alf_rl/algorithms/dqn_algorithm.py',
-    'alf_rl/algorithms/entropy_target_algorithm.py',
-    'alf_rl/algorithms/ppo_algorithm.py',
-    'alf_rl/algorithms/ppo_loss.py',
-    'alf_rl/algorithms/sac_algorithm.py',
-    'alf_rl/algorithms/sarsa_algorithm.py',
-    'alf_rl/algorithms/td3_algorithm.py',
-    'alf_rl/algorithms/trac_algorithm.py',
-    'alf_rl/algorithms/trusted_updater.py',
-    'alf_rl/bin/play.py',
-    'alf_rl/bin/plot.py',
-    'alf_rl/bin/quiet.py',
-    'alf_rl/configurables.py',
-    'alf_rl/data_structures.py',
-    'alf_rl/metrics/metrics.py',
-    'alf_rl/ops/distributions.py',
-    'alf_rl/ops/exploration.py',
-    'alf_rl/ops/losses.py',
-    'alf_rl/ops/policy_losses.py',
-    'alf_rl/ops/target_ops.py',
-    'alf_rl/ops/td_targets.py',
-    'alf_rl/ops/value_ops.py',
-    'alf_rl/replay/experience_replayers.py',
-    'alf_rl/replay/prioritized_replay_buffer.py',
-    'alf_rl/replay/replay_buffer.py',
-    'alf_rl/specs.py',
-    'alf_rl/utils/checkpoint.py',
-    'alf_rl/utils/common.py',
-    'alf_rl/utils/curves.py',
-    'alf_rl/utils/nest.py',
-    'alf_rl/utils/normalizers.py',
-    'alf_rl/utils/schedules.py',
-    'alf_rl/utils/summary.py',
+#: Files whose public signatures are not fully annotated yet. Every other
+#: file under alf_rl/ must be complete; this list may only shrink (a listed
+#: file that became complete fails the test, so the entry gets removed).
+_NOT_YET_ANNOTATED = {
+    'alf_rl/environments/gym_wrappers.py',
+    'alf_rl/environments/suite_tf.py',
 }
 
 # ---------------------------------------------------------------------------
@@ -594,18 +564,23 @@ def _annotation_gaps(tree):
 
 
 def test_annotation_coverage():
-    """Prints coverage per file; files in _ANNOTATED must be complete."""
+    """Prints coverage per file; every file not in _NOT_YET_ANNOTATED must
+    be complete, and every listed file must still have gaps."""
     problems = []
     for rel, (_, _, tree) in sorted(_sources().items()):
         annotated, total, missing = _annotation_gaps(tree)
         if total:
             print('%-45s %3d/%3d annotated arguments' % (rel, annotated,
                                                         total))
-        if rel in _ANNOTATED and missing:
+        if rel not in _NOT_YET_ANNOTATED:
             problems.extend('%s: %s not annotated' % (rel, m)
                             for m in missing)
-    gone = sorted(f for f in _ANNOTATED if f not in _sources())
-    assert not gone, '_ANNOTATED lists files that do not exist: %s' % gone
+        elif not missing:
+            problems.append('%s is fully annotated now: remove it from '
+                            '_NOT_YET_ANNOTATED' % rel)
+    gone = sorted(f for f in _NOT_YET_ANNOTATED if f not in _sources())
+    assert not gone, ('_NOT_YET_ANNOTATED lists files that do not exist: %s'
+                      % gone)
     assert not problems, '\n'.join(problems)
 
 

@@ -29,6 +29,9 @@ ActorCriticLossInfo = namedtuple(
         # EntropyTargetLossInfo of an ``entropy_target_ctor`` (alpha, ...),
         # () without one
         'entropy_target',
+        # [T, B] 1.0 where env_action clipped a bounded continuous action
+        # (filled in by ActorCriticAlgorithm; () for discrete actions)
+        'action_clipped_fraction',
     ],
     default_value=())
 

@@ -47,15 +47,28 @@ subtree. Target networks and their updaters (``TargetNetwork``,
 type, whatever attribute holds them.
 """
 
-from typing import Any, Optional, Tuple, Union
+from typing import Any, List, Optional, Tuple, Union
 
+import numpy as np
 import tensorflow as tf
 
-from alf_rl.data_structures import LossInfo, TrainingInfo
+from alf_rl.data_structures import Experience, LossInfo, TrainingInfo
 from alf_rl.networks.target_network import PeriodicSoftUpdate, TargetNetwork
 from alf_rl.ops.masks import is_unset, reduce_loss_info
 from alf_rl.specs import zeros_from_spec
-from alf_rl.utils.nest import flatten_with_path
+from alf_rl.utils.nest import Nest, flatten_with_path
+
+
+def describe_returned(value: Any) -> str:
+    """What a user method returned, for messages: the type, and for a
+    tensor its shape and dtype (``'SymbolicTensor of shape [8, 2]
+    float32'``)."""
+    if tf.is_tensor(value):
+        shape = (value.shape.as_list() if value.shape.rank is not None
+                 else '(unknown)')
+        return '%s of shape %s %s' % (type(value).__name__, shape,
+                                     value.dtype.name)
+    return type(value).__name__
 
 
 def _is_optimizer(obj):
@@ -81,13 +94,13 @@ class Algorithm(tf.Module):
     """
 
     def __init__(self,
-                 train_state_spec=(),
-                 rollout_state_spec=None,
-                 predict_state_spec=None,
-                 optimizer=None,
-                 gradient_clipping=None,
-                 clip_by_global_norm=False,
-                 name='Algorithm'):
+                 train_state_spec: Nest = (),
+                 rollout_state_spec: Optional[Nest] = None,
+                 predict_state_spec: Optional[Nest] = None,
+                 optimizer: Optional[Any] = None,
+                 gradient_clipping: Optional[float] = None,
+                 clip_by_global_norm: bool = False,
+                 name: str = 'Algorithm'):
         super().__init__(name=name)
         if gradient_clipping is not None and gradient_clipping <= 0:
             raise ValueError("gradient_clipping must be positive, got %s" %
@@ -107,34 +120,36 @@ class Algorithm(tf.Module):
 
     # ------------------------------------------------------------ state specs
     @property
-    def train_state_spec(self):
+    def train_state_spec(self) -> Nest:
         """Nest of specs of the ``train_step`` state (no batch dim)."""
         return self._train_state_spec
 
     @property
-    def rollout_state_spec(self):
+    def rollout_state_spec(self) -> Nest:
         """Nest of specs of the ``rollout`` state (no batch dim)."""
         return self._rollout_state_spec
 
     @property
-    def predict_state_spec(self):
+    def predict_state_spec(self) -> Nest:
         """Nest of specs of the ``predict`` state (no batch dim)."""
         return self._predict_state_spec
 
-    def get_initial_train_state(self, batch_size):
+    def get_initial_train_state(self, batch_size: Union[int, tf.Tensor]) -> Nest:
         """Zero train state, leaves shaped [batch_size, ...]."""
         return zeros_from_spec(self._train_state_spec, [batch_size])
 
-    def get_initial_rollout_state(self, batch_size):
+    def get_initial_rollout_state(self,
+                                  batch_size: Union[int, tf.Tensor]) -> Nest:
         """Zero rollout state, leaves shaped [batch_size, ...]."""
         return zeros_from_spec(self._rollout_state_spec, [batch_size])
 
-    def get_initial_predict_state(self, batch_size):
+    def get_initial_predict_state(self,
+                                  batch_size: Union[int, tf.Tensor]) -> Nest:
         """Zero predict state, leaves shaped [batch_size, ...]."""
         return zeros_from_spec(self._predict_state_spec, [batch_size])
 
     # ------------------------------------------------------------ steps
-    def predict(self, inputs, state):
+    def predict(self, inputs: Nest, state: Nest) -> Any:
         """One greedy step for evaluation; defaults to ``rollout``.
 
         Args:
@@ -145,7 +160,7 @@ class Algorithm(tf.Module):
         """
         return self.rollout(inputs, state)
 
-    def rollout(self, inputs, state):
+    def rollout(self, inputs: Nest, state: Nest) -> Any:
         """One step during collection (and on-policy training).
 
         Defaults to ``train_step``. Runs inside ``tf.while_loop``: no Python
@@ -153,7 +168,7 @@ class Algorithm(tf.Module):
         """
         return self.train_step(inputs, state)
 
-    def train_step(self, inputs, state):
+    def train_step(self, inputs: Nest, state: Nest) -> Any:
         """One step recomputed from stored experience (off-policy training).
 
         Args/returns as ``predict`` with ``train_state_spec``.
@@ -161,7 +176,7 @@ class Algorithm(tf.Module):
         raise NotImplementedError("%s must implement train_step or rollout" %
                                   type(self).__name__)
 
-    def preprocess_experience(self, experience):
+    def preprocess_experience(self, experience: Experience) -> Experience:
         """Hook on replayed experience before training (e.g. advantages).
 
         Args:
@@ -171,7 +186,7 @@ class Algorithm(tf.Module):
         """
         return experience
 
-    def calc_loss(self, training_info):
+    def calc_loss(self, training_info: TrainingInfo) -> LossInfo:
         """Per-step losses from [T, B] training info; defaults to ``info``.
 
         Args:
@@ -186,7 +201,7 @@ class Algorithm(tf.Module):
                              type(training_info.info).__name__))
         return training_info.info
 
-    def after_train(self, training_info):
+    def after_train(self, training_info: TrainingInfo) -> None:
         """Called after gradients were applied (target updates and the like).
 
         Args:
@@ -196,11 +211,12 @@ class Algorithm(tf.Module):
 
     # ------------------------------------------------------------ variables
     @property
-    def optimizer(self):
+    def optimizer(self) -> Optional[Any]:
         """This algorithm's own optimizer (or None)."""
         return self._optimizer
 
-    def add_optimizer(self, optimizer, modules):
+    def add_optimizer(self, optimizer: Any,
+                      modules: List[Union[tf.Module, tf.Variable]]) -> None:
         """Trains the variables of ``modules`` with ``optimizer``.
 
         For algorithms whose parts learn at different rates (SAC's actor,
@@ -260,7 +276,8 @@ class Algorithm(tf.Module):
         own = [v for v in _unique(own) if v.ref() not in claimed]
         return own, explicit + sets
 
-    def get_optimizer_and_variable_sets(self):
+    def get_optimizer_and_variable_sets(
+            self) -> List[Tuple[Any, List[tf.Variable]]]:
         """The list of ``(optimizer, [variables])`` this algorithm trains.
 
         Computed once; networks are built from specs in constructors, so all
@@ -292,7 +309,7 @@ class Algorithm(tf.Module):
         self._opt_var_sets = [(o, vs) for o, vs in all_sets if vs]
         return self._opt_var_sets
 
-    def build_optimizers(self):
+    def build_optimizers(self) -> None:
         """Creates every optimizer's slot variables now.
 
         Called by drivers before compiling: a ``tf.function`` that creates
@@ -304,7 +321,7 @@ class Algorithm(tf.Module):
                 optimizer.build(variables)
 
     @property
-    def trainable_variables(self):
+    def trainable_variables(self) -> List[tf.Variable]:
         """All variables this algorithm trains, without duplicates."""
         own, sets = self._collect()
         return _unique(own + [v for _, vs in sets for v in vs])
@@ -388,7 +405,15 @@ class Algorithm(tf.Module):
             ``loss``/``extra`` leaves, ``loss`` the weighted total;
             ``grads_and_vars`` the clipped gradients (zeros for a gated
             optimizer whose update was skipped).
+
+        Raises:
+            TypeError: ``loss_info`` is not a ``LossInfo`` (at trace time,
+                naming ``<class>.calc_loss``).
+            ValueError: a per-step leaf's shape differs from
+                ``valid_masks``' (at trace time, naming the leaf, both
+                shapes and ``<class>.calc_loss``).
         """
+        self._check_loss_info(loss_info, valid_masks)
         with tape:
             loss_info = reduce_loss_info(loss_info, valid_masks)
             total = tf.zeros(())
@@ -422,6 +447,39 @@ class Algorithm(tf.Module):
             gated = tf.cond(tf.convert_to_tensor(gate), _update, _skip)
             all_grads_and_vars.extend(zip(gated, with_grad))
         return loss_info._replace(loss=total), all_grads_and_vars
+
+    def _check_loss_info(self, loss_info, valid_masks):
+        """What ``calc_loss`` returned, checked in Python (at trace time):
+        a ``LossInfo`` whose non-scalar leaves have the mask's shape."""
+        where = '%s.calc_loss' % type(self).__name__
+        if not isinstance(loss_info, LossInfo):
+            raise TypeError(
+                "%s must return a LossInfo (loss=[T, B] per-step losses, "
+                "extra=summaries), got %s -- wrap it: LossInfo(loss=...)" %
+                (where, describe_returned(loss_info)))
+        if valid_masks is None:
+            return
+        want = tf.TensorShape(valid_masks.shape if tf.is_tensor(valid_masks)
+                              else np.shape(valid_masks))
+        if want.rank is None:
+            return
+        for path, leaf in flatten_with_path(
+                LossInfo(loss=loss_info.loss, extra=loss_info.extra),
+                'loss_info'):
+            if not tf.is_tensor(leaf):
+                continue
+            shape = leaf.shape
+            if shape.rank == 0:
+                continue
+            if shape.rank is not None and not shape.is_compatible_with(want):
+                raise ValueError(
+                    "%s returned %s of shape %s, expected %s (the [T, B] "
+                    "rows of the training info it was given): every "
+                    "per-step LossInfo leaf must be [T, B] or a scalar -- "
+                    "a TD loss over rows 0..T-2 needs its last row back "
+                    "(alf_rl.ops.masks.pad_last_row)" %
+                    (where, path.replace('loss_info.', '', 1),
+                     shape.as_list(), want.as_list()))
 
     def _apply_gradients(self, tape, total, optimizer, variables):
         """Gradients of ``total`` (None ones dropped), clipped, applied."""

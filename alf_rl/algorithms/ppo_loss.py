@@ -46,6 +46,9 @@ PPOLossInfo = namedtuple(
         'explained_variance',  # [] of the value function on the returns
         # EntropyTargetLossInfo of an ``entropy_target_ctor``, () without
         'entropy_target',
+        # [T, B] 1.0 where env_action clipped a bounded continuous action
+        # (filled in by ActorCriticAlgorithm; () for discrete actions)
+        'action_clipped_fraction',
     ],
     default_value=())
 

@@ -28,13 +28,17 @@ from typing import Any, NamedTuple, Optional, Tuple
 
 import tensorflow as tf
 
+from alf_rl.algorithms.algorithm import describe_returned
 from alf_rl.algorithms.unroll import training_info_spec, unroll
-from alf_rl.data_structures import Experience, LossInfo, TrainingInfo
+from alf_rl.data_structures import (AlgStep, Experience, LossInfo,
+                                    PolicyStep, TrainingInfo)
 from alf_rl.ops import distributions as dist_ops
+from alf_rl.ops.masks import mask_last_row
 from alf_rl.specs import add_outer_dims, time_step_spec
 from alf_rl.utils.common import (loop_traced_once, make_stateless_seed,
                                  reset_state_if_necessary, trace_outputs,
                                  valid_step_mask)
+from alf_rl.utils.nest import assert_same_structure
 
 
 class MiniBatchShape(NamedTuple):
@@ -94,6 +98,33 @@ def check_mini_batches(batch_size: int,
     return MiniBatchShape(mini_batch_length, num_sequences, mini_batch_size)
 
 
+def check_step_result(result: Any, algorithm: Any, method: str,
+                      state_spec: Any) -> Any:
+    """Checks (in Python, at trace time) what a step method returned.
+
+    Args:
+        result: what ``<algorithm>.<method>`` returned.
+        algorithm: the algorithm (for the message).
+        method: ``'rollout'``, ``'train_step'`` or ``'bootstrap_step'``.
+        state_spec: the state spec the returned ``state`` must have the
+            structure of.
+    Returns:
+        ``result``.
+    Raises:
+        TypeError: ``result`` is not a ``PolicyStep``/``AlgStep``.
+        ValueError: its ``state`` does not have ``state_spec``'s
+            structure (naming the path).
+    """
+    where = '%s.%s' % (type(algorithm).__name__, method)
+    if not isinstance(result, (PolicyStep, AlgStep)):
+        raise TypeError(
+            "%s must return a PolicyStep(action, state, info) (or an "
+            "AlgStep), got %s" % (where, describe_returned(result)))
+    assert_same_structure(result.state, state_spec, '%s state' % where,
+                          'its state spec', prefix='state')
+    return result
+
+
 def _batch_to_time_major(nest):
     return tf.nest.map_structure(
         lambda x: tf.transpose(x, [1, 0] + list(range(2, x.shape.rank))),
@@ -138,7 +169,7 @@ class ReplayTrainingMixin(object):
         return self._use_rollout_state
 
     @use_rollout_state.setter
-    def use_rollout_state(self, value: bool):
+    def use_rollout_state(self, value: bool) -> None:
         self._use_rollout_state = bool(value)
 
     # ------------------------------------------------------------ specs
@@ -161,8 +192,9 @@ class ReplayTrainingMixin(object):
         state_spec = add_outer_dims(self.rollout_state_spec, [batch_size])
 
         def _rollout(time_step, state):
-            return self.rollout(self.transform_timestep(time_step),
-                                state).info
+            return check_step_result(
+                self.rollout(self.transform_timestep(time_step), state),
+                self, 'rollout', self.rollout_state_spec).info
 
         self._rollout_info_spec = dist_ops.extract_spec(
             trace_outputs(_rollout, ts_spec, state_spec), from_dim=1)
@@ -173,7 +205,9 @@ class ReplayTrainingMixin(object):
         def _train(exp, state):
             exp = exp._replace(rollout_info=dist_ops.params_to_distributions(
                 exp.rollout_info, self._rollout_info_spec))
-            return self.train_step(self.transform_timestep(exp), state).info
+            return check_step_result(
+                self.train_step(self.transform_timestep(exp), state), self,
+                'train_step', self.train_state_spec).info
 
         self._train_info_spec = dist_ops.extract_spec(
             trace_outputs(_train, add_outer_dims(exp_spec, [batch_size]),
@@ -381,6 +415,17 @@ class ReplayTrainingMixin(object):
                 orders.append(tf.range(num_sequences))
         return tf.stack(orders)
 
+    def _checked_train_step(self, experience, state):
+        """``train_step``, what it returns checked (at trace time)."""
+        return check_step_result(self.train_step(experience, state), self,
+                                 'train_step', self.train_state_spec)
+
+    def _checked_bootstrap_step(self, experience, state):
+        """``bootstrap_step``, what it returns checked (at trace time)."""
+        return check_step_result(self.bootstrap_step(experience, state),
+                                 self, 'bootstrap_step',
+                                 self.train_state_spec)
+
     def _update(self, experience, sample_weights=None):
         """One gradient update on time-major experience [L, b, ...]."""
         length = experience.step_type.shape[0]
@@ -417,7 +462,7 @@ class ReplayTrainingMixin(object):
                              persistent=persistent) as tape:
             tape.watch(variables)
             _, stacked = unroll(
-                lambda t, state: _row(t, state, self.train_step),
+                lambda t, state: _row(t, state, self._checked_train_step),
                 state,
                 num_rows=length - 1 if bootstraps else length,
                 row_spec=training_info_spec(
@@ -425,8 +470,8 @@ class ReplayTrainingMixin(object):
                     dist_ops.to_params_spec(self._train_info_spec),
                     dist_ops.to_params_spec(self._rollout_info_spec)),
                 batch_size=experience.step_type.shape[1],
-                final_row_fn=(lambda state: _row(length - 1, state,
-                                                 self.bootstrap_step))
+                final_row_fn=(lambda state: _row(
+                    length - 1, state, self._checked_bootstrap_step))
                 if bootstraps else None)
             training_info = stacked._replace(
                 info=dist_ops.params_to_distributions(stacked.info,
@@ -436,8 +481,7 @@ class ReplayTrainingMixin(object):
             per_step = self.calc_loss(training_info)
         valid = valid_step_mask(training_info.step_type)
         if bootstraps:
-            valid = tf.concat([valid[:-1], tf.zeros_like(valid[-1:])],
-                              axis=0)
+            valid = mask_last_row(valid)
         if sample_weights is not None:
             # Importance weights scale each sequence's share of the mean.
             valid = valid * tf.cast(sample_weights, tf.float32)[tf.newaxis]

@@ -5,14 +5,15 @@ observation transformers, applied identically at rollout and at replay) and
 the default LAST-step masking of ``train_complete``.
 """
 
-from typing import Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple, Union
 
 import tensorflow as tf
 
 from alf_rl.algorithms.algorithm import Algorithm
-from alf_rl.data_structures import LossInfo, TrainingInfo
+from alf_rl.data_structures import LossInfo, TimeStep, TrainingInfo
 from alf_rl.specs import time_step_spec
 from alf_rl.utils.common import valid_step_mask
+from alf_rl.utils.nest import Nest
 
 
 class RLAlgorithm(Algorithm):
@@ -38,15 +39,17 @@ class RLAlgorithm(Algorithm):
     """
 
     def __init__(self,
-                 observation_spec,
-                 action_spec,
-                 reward_shaping_fn=None,
-                 observation_transformer=None,
-                 observation_normalizer_ctor=None,
-                 reward_normalizer_ctor=None,
-                 reward_clip_value=None,
-                 name='RLAlgorithm',
-                 **kwargs):
+                 observation_spec: Nest,
+                 action_spec: Nest,
+                 reward_shaping_fn: Optional[Callable[[tf.Tensor],
+                                                      tf.Tensor]] = None,
+                 observation_transformer: Union[None, Callable,
+                                                List[Callable]] = None,
+                 observation_normalizer_ctor: Optional[Callable] = None,
+                 reward_normalizer_ctor: Optional[Callable] = None,
+                 reward_clip_value: Optional[float] = None,
+                 name: str = 'RLAlgorithm',
+                 **kwargs: Any):
         super().__init__(name=name, **kwargs)
         self._observation_spec = observation_spec
         self._action_spec = action_spec
@@ -66,17 +69,17 @@ class RLAlgorithm(Algorithm):
         self._reward_clip_value = reward_clip_value
 
     @property
-    def observation_spec(self):
+    def observation_spec(self) -> Nest:
         """Nest of specs of one observation."""
         return self._observation_spec
 
     @property
-    def action_spec(self):
+    def action_spec(self) -> Nest:
         """Nest of specs of one action."""
         return self._action_spec
 
     @property
-    def time_step_spec(self):
+    def time_step_spec(self) -> TimeStep:
         """``TimeStep`` spec (no batch dim)."""
         return time_step_spec(self._observation_spec, self._action_spec)
 
@@ -87,7 +90,7 @@ class RLAlgorithm(Algorithm):
         algorithms (``ReplayTrainingMixin``) make it a setting."""
         return False
 
-    def env_action(self, action):
+    def env_action(self, action: Nest) -> Nest:
         """The action the environment is stepped with, for an action that
         ``rollout`` returned.
 
@@ -105,7 +108,8 @@ class RLAlgorithm(Algorithm):
         """
         return action
 
-    def transform_timestep(self, time_step, update_normalizers=False):
+    def transform_timestep(self, time_step: Any,
+                           update_normalizers: bool = False) -> Any:
         """Reward shaping and normalization, observation transformers and
         normalization: the same transformation at rollout and at replay.
 

@@ -4,11 +4,28 @@ Usage::
 
     alf-train --gin_file examples/ac_cart_pole.gin --root_dir DIR \
         [--gin_param 'TrainerConfig.num_iterations=200'] \
-        [--module_path DIR_OF_MY_MODULES]
+        [--module_path DIR_OF_MY_MODULES] [--fresh_start]
 
 Rerunning the same command on the same ``DIR`` resumes from the newest
-checkpoint (counters continue). Outputs: ``DIR/train``, ``DIR/eval``
+checkpoint that reads back completely (counters continue; a corrupt newer
+one is reported and moved aside as ``ckpt-<step>.corrupt``). When
+checkpoints are on disk but none is usable, the run refuses to start unless
+``--fresh_start`` is given. Outputs: ``DIR/train``, ``DIR/eval``
 (TensorBoard), ``DIR/ckpt``, ``DIR/config.gin``.
+
+One run at a time per ``DIR``: a second ``alf-train`` on it stops at once,
+naming the pid and host of the first (``DIR/.alf_rl.lock``, an ``flock``
+the kernel releases when the process ends). ``alf-play`` needs no lock.
+
+Before TensorFlow is imported (seconds, not tens of seconds) the command
+checks its flags, that the gin files exist and parse as gin syntax, that
+``DIR`` can be created and written, and the lock. A start that fails later
+(an unknown environment, a bad gin value) leaves no empty ``DIR`` behind.
+
+Ctrl-C or SIGTERM: the run stops after the current compiled call, writes a
+checkpoint and exits (130 or 143); a second signal aborts at once. A run
+stopped by a dead environment or a non-finite loss writes a checkpoint
+first when the model is still good, and says so.
 
 Your own code (a network, an environment loader, an algorithm) reaches
 ``alf-train`` through gin: decorate it with ``@gin.configurable`` in a
@@ -20,13 +37,19 @@ directory given with ``--module_path`` (searched first, like
 ``PYTHONPATH``; repeatable).
 """
 
+import difflib
+import inspect
 import os
+import re
 import sys
-from typing import Any, Dict, Optional, Sequence
+import tokenize
+from typing import Any, Dict, List, Optional, Sequence
 
 from absl import app, flags
 
 from alf_rl.bin.quiet import import_tensorflow, run_app
+from alf_rl.utils.checkpoint import (CheckpointError, RunDirError,
+                                     RunDirLock, describe_os_error)
 
 FLAGS = flags.FLAGS
 
@@ -43,6 +66,12 @@ def _define_flags():
         "'import' lines name (your @gin.configurable code); repeatable. "
         'The current directory is always searched, after the installed '
         'packages.')
+    flags.DEFINE_boolean(
+        'fresh_start', False,
+        'Start from iteration 0 when root_dir holds checkpoints of which '
+        'none is usable (they are kept, moved aside as ckpt-N.corrupt); '
+        'without it such a run refuses to start. No effect when a usable '
+        'checkpoint exists.')
 
 
 def add_module_paths(module_paths: Sequence[str] = (),
@@ -88,20 +117,106 @@ def _add_gin_search_path(directory):
         gin.add_config_file_search_path(directory)
 
 
+def check_gin_syntax(gin_files: Optional[Sequence[str]],
+                     gin_params: Optional[Sequence[str]]) -> None:
+    """Checks that gin files exist and that they and the bindings parse as
+    gin syntax, without importing TensorFlow or any configurable.
+
+    Names are not checked here (that needs the configurables registered;
+    ``parse_gin`` does it). ``include`` lines are followed when the
+    included file is found next to the including one or in the current
+    directory (where ``parse_gin`` looks).
+
+    Args:
+        gin_files: gin file paths.
+        gin_params: binding strings (``--gin_param``).
+
+    Raises:
+        ValueError: one line naming the file and line, or the
+            ``--gin_param``, and what is wrong.
+    """
+    from gin import config_parser
+    seen = set()
+
+    def _check_file(path):
+        real = os.path.realpath(path)
+        if real in seen:
+            return
+        seen.add(real)
+        if not os.path.isfile(path):
+            raise ValueError("gin file not found: %s" % path)
+        try:
+            with open(path) as f:
+                statements = list(_parse(f))
+        except OSError as e:
+            raise ValueError("gin file %s: %s" %
+                             (path, e.strerror or e)) from None
+        except (SyntaxError, tokenize.TokenError, ValueError) as e:
+            raise ValueError("gin file %s: %s" % (path, _syntax(e))) from None
+        for statement in statements:
+            if isinstance(statement, config_parser.IncludeStatement):
+                for base in (os.path.dirname(path), os.getcwd()):
+                    candidate = os.path.join(base, statement.filename)
+                    if os.path.isfile(candidate):
+                        _check_file(candidate)
+                        break
+
+    for path in gin_files or ():
+        _check_file(path)
+    for binding in gin_params or ():
+        try:
+            list(_parse(binding))
+        except (SyntaxError, tokenize.TokenError, ValueError) as e:
+            raise ValueError("--gin_param %r: %s" %
+                             (binding, _syntax(e, with_line=False))) from None
+
+
+def _parse(source):
+    """Gin statements of a file object or string, references unresolved."""
+    from gin import config_parser
+
+    class _Unresolved(config_parser.ParserDelegate):
+
+        def configurable_reference(self, scoped_configurable_name, evaluate):
+            return scoped_configurable_name
+
+        def macro(self, macro_name):
+            return macro_name
+
+    return config_parser.ConfigParser(source, _Unresolved())
+
+
+def _syntax(error, with_line=True):
+    """One line for a gin parser error."""
+    if isinstance(error, SyntaxError):
+        where = ('line %s: ' % error.lineno) if (with_line and
+                                                 error.lineno) else ''
+        text = (' in %r' % error.text.strip()) if error.text else ''
+        return 'gin syntax error, %s%s%s' % (where, error.msg, text)
+    message = error.args[0] if error.args else str(error)
+    return 'gin syntax error: %s' % ' '.join(str(message).split())
+
+
 def parse_gin(gin_files: Optional[Sequence[str]],
               gin_params: Optional[Sequence[str]],
               root_dir: Optional[str] = None) -> None:
     """Parses gin files and bindings with a clear error on a bad binding.
 
     A gin file may ``include`` another one by a path relative to its own
-    directory (e.g. ``include 'sac_pendulum.gin'`` in ``examples/``).
+    directory (e.g. ``include 'sac_pendulum.gin'`` in ``examples/``). The
+    files are parsed first, then each binding on its own, so an error says
+    where it came from; an unknown name gets the nearest known one
+    suggested.
 
     Args:
         gin_files: list of gin file paths.
         gin_params: list of binding strings.
         root_dir: bound to ``TrainerConfig.root_dir`` when given.
     Raises:
-        ValueError: naming the file or binding that failed and why.
+        ValueError: naming the file or the ``--gin_param`` that failed and
+            why, e.g. ``--gin_param 'TrainerConfig.num_env_step=5':
+            Configurable 'TrainerConfig' doesn't have a parameter named
+            'num_env_step'; did you mean num_env_steps?``.
     """
     import gin
     import alf_rl.configurables  # noqa: F401 (registers gin names)
@@ -112,20 +227,89 @@ def parse_gin(gin_files: Optional[Sequence[str]],
     # Absolute paths: gin then opens them directly instead of trying every
     # search path (and logging a spurious error for each miss).
     gin_files = [os.path.abspath(path) for path in gin_files or []]
-    bindings = list(gin_params or [])
-    if root_dir:
-        bindings.append("TrainerConfig.root_dir=%r" % root_dir)
+    errors = (ValueError, KeyError, SyntaxError, ImportError, TypeError)
     try:
-        gin.parse_config_files_and_bindings(gin_files or [], bindings,
+        gin.parse_config_files_and_bindings(gin_files, [],
                                             finalize_config=False)
-    except (ValueError, KeyError, SyntaxError, ImportError) as e:
+    except errors as e:
         raise ValueError("bad gin configuration (%s): %s" %
-                         (', '.join(gin_files or []) or 'bindings', e)) from e
+                         (', '.join(gin_files), explain_gin_error(e))) from e
+    for binding in gin_params or []:
+        try:
+            gin.parse_config(binding)
+        except errors as e:
+            raise ValueError("--gin_param %r: %s" % (binding, explain_gin_error(
+                e, with_location=False))) from e
+    if root_dir:
+        gin.parse_config("TrainerConfig.root_dir=%r" % root_dir)
+
+
+_NO_PARAMETER = re.compile(
+    r"Configurable '(?P<owner>[^']+)' doesn't have a parameter named "
+    r"'(?P<name>[^']+)'")
+_NO_CONFIGURABLE = re.compile(
+    r"No configurable matching (?:reference )?'@?(?P<name>[^'(]+)")
+
+
+def explain_gin_error(error: BaseException,
+                      with_location: bool = True) -> str:
+    """One line for a gin parse error, with the nearest known name
+    suggested for an unknown parameter or configurable.
+
+    Args:
+        error: what gin raised.
+        with_location: keep gin's 'In file ... line N' part.
+
+    Returns:
+        e.g. ``"Configurable 'TrainerConfig' doesn't have a parameter named
+        'num_env_step'; did you mean num_env_steps?"``.
+    """
+    lines = [line.strip() for line in str(error).split('\n') if line.strip()]
+    text = lines[0] if lines else type(error).__name__
+    suggestion = _suggest(text)
+    if suggestion:
+        text = '%s; did you mean %s?' % (text.rstrip('.'), suggestion)
+    if with_location and len(lines) > 1:
+        text += ' (%s)' % ' '.join(lines[1:])
+    return text
+
+
+def _suggest(text: str) -> Optional[str]:
+    """The known gin name nearest to the unknown one ``text`` names."""
+    import gin
+    registry = gin.config._REGISTRY  # no public listing of configurables
+    match = _NO_PARAMETER.search(text)
+    if match:
+        configurable = registry.get_match(match.group('owner'))
+        if configurable is None:
+            return None
+        try:
+            names = list(inspect.signature(
+                configurable.wrapped).parameters)
+        except (TypeError, ValueError):
+            return None
+        return _nearest(match.group('name'), names)
+    match = _NO_CONFIGURABLE.search(text)
+    if match:
+        wanted = match.group('name').strip().split('.')[-1]
+        return _nearest(wanted, _registered_names(registry))
+    return None
+
+
+def _registered_names(registry) -> List[str]:
+    return sorted({configurable.name for _, configurable in registry.items()})
+
+
+def _nearest(name: str, candidates: Sequence[str]) -> Optional[str]:
+    close = difflib.get_close_matches(name, list(candidates), n=1,
+                                      cutoff=0.6)
+    return close[0] if close else None
 
 
 def train(root_dir: str, gin_files: Sequence[str] = (),
           gin_params: Sequence[str] = (),
-          module_paths: Sequence[str] = ()) -> Dict[str, Any]:
+          module_paths: Sequence[str] = (),
+          fresh_start: bool = False) -> Dict[str, Any]:
     """Builds the configured trainer and trains.
 
     Args:
@@ -135,13 +319,17 @@ def train(root_dir: str, gin_files: Sequence[str] = (),
         module_paths: directories searched first for modules named by gin
             ``import`` lines (see ``add_module_paths``; the current
             directory is searched too).
+        fresh_start: bind ``TrainerConfig.fresh_start=True`` (start from
+            iteration 0 when no checkpoint on disk is usable).
 
     Returns:
         ``Trainer.train``'s result dict.
     """
     import_tensorflow()
     add_module_paths(module_paths)
-    parse_gin(gin_files, gin_params, root_dir)
+    parse_gin(gin_files, list(gin_params or []) +
+              (['TrainerConfig.fresh_start=True'] if fresh_start else []),
+              root_dir)
     from alf_rl.trainers import OnPolicyTrainer, TrainerConfig
     config = TrainerConfig()
     trainer_cls = config.trainer or OnPolicyTrainer
@@ -152,39 +340,76 @@ def train(root_dir: str, gin_files: Sequence[str] = (),
         trainer.close()
 
 
-def _stop_on_first_interrupt():
-    """First Ctrl-C: stop after the current compiled call, checkpoint and
-    exit 130; a second one raises ``KeyboardInterrupt`` at once."""
+# The signal that asked the run to stop (for the exit message and status).
+_STOP_SIGNAL = []
+
+
+def _stop_on_first_signal():
+    """First Ctrl-C or SIGTERM: stop after the current compiled call,
+    checkpoint and exit 130 (143 for SIGTERM); a second one aborts at once
+    (``KeyboardInterrupt``, or the default SIGTERM action)."""
     import signal
     from alf_rl.trainers.trainer import request_stop
 
     def _handler(signum, frame):
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        print('alf-train: stopping after the current iteration(s) and '
-              'writing a checkpoint (Ctrl-C again to abort at once)',
-              file=sys.stderr, flush=True)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        _STOP_SIGNAL.append(signum)
+        name = 'SIGTERM' if signum == signal.SIGTERM else 'Ctrl-C'
+        print('alf-train: %s: stopping after the current iteration(s) and '
+              'writing a checkpoint (%s again to abort at once)' %
+              (name, name), file=sys.stderr, flush=True)
         request_stop()
 
     signal.signal(signal.SIGINT, _handler)
+    signal.signal(signal.SIGTERM, _handler)
+
+
+def _fail(message: str, lock: Optional[RunDirLock] = None) -> None:
+    """Prints ``alf-train: error: MESSAGE`` and exits 1, first releasing
+    ``lock`` (removing a ``root_dir`` that this start created and left
+    empty)."""
+    if lock is not None:
+        lock.release(remove_if_unused=True)
+    # gin appends "In call to configurable 'X' (...)" lines to errors raised
+    # inside a configurable; the message already names the binding.
+    lines = [line.strip() for line in message.split('\n') if line.strip()
+             and not line.strip().startswith('In call to configurable')]
+    print('alf-train: error: %s' % ' '.join(lines), file=sys.stderr,
+          flush=True)
+    sys.exit(1)
 
 
 def _main(argv):
     if len(argv) > 1:
         raise app.UsageError('unexpected arguments: %s' % argv[1:])
-    import_tensorflow()
     if not FLAGS.root_dir:
         raise app.UsageError('--root_dir is required')
     if not FLAGS.gin_file:
         raise app.UsageError('--gin_file is required')
+    # Everything that can be checked without TensorFlow, before it.
+    lock = None
+    try:
+        check_gin_syntax(FLAGS.gin_file, FLAGS.gin_param)
+        add_module_paths(FLAGS.module_path or ())
+        lock = RunDirLock(FLAGS.root_dir).acquire()
+    except (ValueError, RunDirError) as e:
+        _fail(str(e))
+    tf = import_tensorflow()
     from alf_rl.trainers.errors import TrainingError
-    from alf_rl.utils.checkpoint import CheckpointError
-    _stop_on_first_interrupt()
+    _stop_on_first_signal()
     try:
         result = train(FLAGS.root_dir, FLAGS.gin_file, FLAGS.gin_param,
-                       FLAGS.module_path or ())
-    except (ValueError, TypeError, TrainingError, CheckpointError) as e:
-        print('alf-train: error: %s' % e, file=sys.stderr)
-        sys.exit(1)
+                       FLAGS.module_path or (), FLAGS.fresh_start)
+    except (ValueError, TypeError, TrainingError, CheckpointError,
+            RunDirError) as e:
+        _fail(str(e), lock)
+    except OSError as e:
+        _fail(describe_os_error(e.filename or FLAGS.root_dir, e), lock)
+    except tf.errors.OpError as e:
+        if 'No space left on device' not in str(e):
+            raise
+        _fail(describe_os_error(FLAGS.root_dir, e), lock)
     except KeyboardInterrupt:
         # Checkpoints are written atomically: the newest complete one is
         # intact, and rerunning the same command resumes from it.
@@ -193,10 +418,13 @@ def _main(argv):
               file=sys.stderr)
         sys.exit(130)
     if result.pop('stopped_early', False):
-        print('alf-train: interrupted; a checkpoint was written at iteration '
-              '%d: rerun the same command to resume from it (in %s)' %
-              (result['iterations'], FLAGS.root_dir), file=sys.stderr)
-        sys.exit(130)
+        import signal
+        term = _STOP_SIGNAL and _STOP_SIGNAL[0] == signal.SIGTERM
+        print('alf-train: %s; a checkpoint was written at iteration %d: '
+              'rerun the same command to resume from it (in %s)' %
+              ('terminated (SIGTERM)' if term else 'interrupted',
+               result['iterations'], FLAGS.root_dir), file=sys.stderr)
+        sys.exit(143 if term else 130)
     print('alf-train: done: ' + ', '.join(
         '%s=%.4g' % (k, v) for k, v in sorted(result.items())))
 

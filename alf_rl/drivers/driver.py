@@ -5,18 +5,29 @@ One batched step: reset the policy state of environments at FIRST steps,
 the metrics/observers, and hand an ``Experience`` (raw time step, action,
 rollout info as distribution parameters, and the state passed into rollout
 when the algorithm uses it) to the experience observers (a replay buffer).
+
+What ``rollout`` returns is checked once per trace (a ``PolicyStep`` whose
+action matches ``action_spec``; see ``check_policy_step``). In-graph checks
+of algorithms (``tf.debugging.Assert`` whose message starts with
+``'alf_rl: '``, e.g. ``ActorCriticAlgorithm.strict_action_bounds``) come
+out of the driver's compiled calls as a one-line ``ValueError`` instead of
+a TensorFlow ``InvalidArgumentError``.
 """
+
+import re
+from typing import Any, Callable, List, Optional, Sequence
 
 import tensorflow as tf
 
-from alf_rl.data_structures import LossInfo, make_experience
+from alf_rl.algorithms.algorithm import describe_returned
+from alf_rl.data_structures import LossInfo, PolicyStep, make_experience
 from alf_rl.metrics import default_metrics
 from alf_rl.ops import distributions as dist_ops
 from alf_rl.utils.common import loop_traced_once, reset_state_if_necessary
 from alf_rl.utils.nest import assert_same_structure, check_nest_matches_spec
 
 
-def check_env_matches_algorithm(env, algorithm):
+def check_env_matches_algorithm(env: Any, algorithm: Any) -> None:
     """Raises ``ValueError`` if the env's specs differ from the algorithm's.
 
     Args:
@@ -35,18 +46,72 @@ def check_env_matches_algorithm(env, algorithm):
                     "algorithm was built for %s" % (name, e, a))
 
 
-def check_policy_step(policy_step, algorithm, method):
-    """Checks (at trace time) the action a step function returned.
+def check_policy_step(policy_step: Any, algorithm: Any,
+                      method: str) -> None:
+    """Checks (at trace time) what a step function returned.
 
     Args:
-        policy_step: the ``PolicyStep`` returned by ``method``.
-        algorithm: the algorithm (for its ``action_spec``).
+        policy_step: what ``method`` returned; must be a ``PolicyStep``
+            whose ``action`` nest matches ``action_spec`` with a leading
+            batch dim [B, ...] and whose ``state`` has the structure of the
+            method's state spec.
+        algorithm: the algorithm (for its specs).
         method: ``'rollout'`` or ``'predict'`` (for the message).
+
+    Raises:
+        TypeError: ``policy_step`` is not a ``PolicyStep``.
+        ValueError: the action or the state does not match the specs,
+            naming the path.
     """
-    hint = ("%s.%s must return actions shaped [B, ...] with the dtype of "
-            "action_spec" % (type(algorithm).__name__, method))
+    where = "%s.%s" % (type(algorithm).__name__, method)
+    if not isinstance(policy_step, PolicyStep):
+        raise TypeError(
+            "%s must return a PolicyStep(action, state, info), got %s%s" %
+            (where, describe_returned(policy_step),
+             " -- wrap the action: PolicyStep(action=..., state=state)"
+             if tf.is_tensor(policy_step) else ""))
+    hint = ("%s must return actions shaped [B, ...] with the dtype of "
+            "action_spec" % where)
     check_nest_matches_spec(policy_step.action, algorithm.action_spec,
                             'action', outer_rank=1, hint=hint)
+    state_spec = getattr(algorithm, method + '_state_spec', None)
+    if state_spec is not None:
+        assert_same_structure(policy_step.state, state_spec,
+                              '%s state' % where, '%s_state_spec' % method,
+                              prefix='state')
+
+
+# 'assertion failed: [alf_rl: ...] [3.7] [0]' (graph) or
+# "... Summarized data: b'alf_rl: ...'\n3.7\n0" (eager).
+_CHECK_IN_GRAPH = re.compile(
+    r"assertion failed: \[(alf_rl: .*?)\]((?: \[[^\[\]\n]*\])*) *(?:\n|$)")
+_CHECK_EAGER = re.compile(
+    r"Summarized data: b?['\"]?(alf_rl: [^\n]*?)['\"]?((?:\n[^\n]*)*)$")
+
+
+def failed_check_message(error: tf.errors.OpError) -> Optional[str]:
+    """The one-line message of an algorithm's failed in-graph check.
+
+    Args:
+        error: what a compiled (or eager) call raised.
+    Returns:
+        ``'<message> <data values, comma-separated>'`` for a
+        ``tf.debugging.Assert`` whose message starts with ``'alf_rl: '``
+        (the prefix removed), else ``None``.
+    """
+    text = getattr(error, 'message', str(error))
+    match = _CHECK_IN_GRAPH.search(text)
+    if match:
+        data = re.findall(r"\[([^\]]*)\]", match.group(2))
+    else:
+        match = _CHECK_EAGER.search(text)
+        if not match:
+            return None
+        data = [d for d in match.group(2).split('\n') if d.strip()]
+    # The graph's text escapes quotes ("policy\\'s").
+    message = match.group(1)[len('alf_rl: '):].replace("\\'", "'")
+    return message + (' ' + ', '.join(d.strip() for d in data)
+                      if data else '')
 
 
 class Driver(object):
@@ -69,13 +134,13 @@ class Driver(object):
     """
 
     def __init__(self,
-                 env,
-                 algorithm,
-                 metrics=None,
-                 observers=(),
-                 exp_observers=(),
-                 use_tf_functions=True,
-                 jit_compile=False):
+                 env: Any,
+                 algorithm: Any,
+                 metrics: Optional[List[Any]] = None,
+                 observers: Sequence[Callable[[Any], Any]] = (),
+                 exp_observers: Sequence[Callable[[Any], Any]] = (),
+                 use_tf_functions: bool = True,
+                 jit_compile: bool = False):
         check_env_matches_algorithm(env, algorithm)
         self._env = env
         self._algorithm = algorithm
@@ -89,9 +154,10 @@ class Driver(object):
         self._time_step = None
         self._policy_state = None
         self._rollout_fn = None
+        self._rollout_checked = False
 
     @property
-    def jit_compiled(self):
+    def jit_compiled(self) -> bool:
         """Whether the driver's loops are XLA-compiled."""
         return self._jit_compile and self._use_tf_functions
 
@@ -176,21 +242,34 @@ class Driver(object):
         if self._time_step is None:
             self.reset()
         (self._time_step, self._policy_state, result,
-         done) = fn(self._time_step, self._policy_state,
-                    tf.constant(num_iterations, tf.int32), *args)
+         done) = self._call_checked(fn, self._time_step, self._policy_state,
+                                    tf.constant(num_iterations, tf.int32),
+                                    *args)
         return result, done
 
+    @staticmethod
+    def _call_checked(fn, *args):
+        """``fn(*args)``; an algorithm's failed in-graph check (see the
+        module docstring) becomes a one-line ``ValueError``."""
+        try:
+            return fn(*args)
+        except tf.errors.InvalidArgumentError as e:
+            message = failed_check_message(e)
+            if message is None:
+                raise
+            raise ValueError(message) from None
+
     @property
-    def metrics(self):
+    def metrics(self) -> List[Any]:
         """The in-graph metrics this driver updates."""
         return self._metrics
 
     @property
-    def batch_size(self):
+    def batch_size(self) -> int:
         """B, the number of environments stepped together."""
         return self._batch_size
 
-    def reset(self):
+    def reset(self) -> None:
         """Resets the environment and the policy state (eagerly)."""
         self._time_step = self._env.reset()
         for observer in self._observers:
@@ -198,7 +277,7 @@ class Driver(object):
         self._policy_state = self._algorithm.get_initial_rollout_state(
             self._batch_size)
 
-    def rollout(self, num_steps):
+    def rollout(self, num_steps: int) -> None:
         """Steps all environments ``num_steps`` times with ``rollout``.
 
         No tape and no update; experience goes to the experience observers.
@@ -210,8 +289,8 @@ class Driver(object):
             self.reset()
         if self._rollout_fn is None:
             self._rollout_fn = self._compile(self._rollout_loop)
-        self._time_step, self._policy_state = self._rollout_fn(
-            self._time_step, self._policy_state,
+        self._time_step, self._policy_state = self._call_checked(
+            self._rollout_fn, self._time_step, self._policy_state,
             tf.constant(num_steps, tf.int32))
 
     # ------------------------------------------------------------ internals
@@ -233,6 +312,10 @@ class Driver(object):
         transformed = alg.transform_timestep(
             time_step, update_normalizers=update_normalizers)
         policy_step = alg.rollout(transformed, policy_state)
+        # In Python: once per trace (eagerly, once per driver).
+        if not (self._rollout_checked and tf.executing_eagerly()):
+            check_policy_step(policy_step, alg, 'rollout')
+            self._rollout_checked = True
         action = tf.nest.map_structure(tf.stop_gradient, policy_step.action)
         return transformed, policy_step._replace(action=action), policy_state
 

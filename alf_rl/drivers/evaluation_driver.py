@@ -4,13 +4,21 @@ Each of the B evaluation environments plays exactly one episode with
 ``algorithm.predict``; counting only the first episode of every environment
 avoids the bias towards short episodes that "first N episodes to finish"
 has when environments run in parallel.
+
+Evaluation draws its random numbers (e.g. ``DqnAlgorithm``'s
+``eval_epsilon_greedy``) from its own ``tf.random.Generator``, so turning
+evaluation on or off does not change a seeded training run.
 """
 
-from typing import Any, Tuple
+from typing import Any, Optional, Tuple
 
 import tensorflow as tf
 
-from alf_rl.utils.common import reset_state_if_necessary
+from alf_rl.utils.common import (derive_seed, reset_state_if_necessary,
+                                 using_global_generator)
+
+# Distinguishes the evaluation generator's derived seed.
+_EVAL_SEED_SALT = 7919
 
 
 class EvaluationDriver(object):
@@ -29,30 +37,51 @@ class EvaluationDriver(object):
             still running after it counts with the return and length it
             has so far.
         use_tf_functions: compile the evaluation loop.
+        seed: seed of the evaluation's own random-number generator;
+            ``None`` derives one from the global generator's current state
+            without drawing from it (fixed under ``set_random_seed``).
 
     Raises:
         ValueError: if ``max_steps`` < 1.
+        TypeError: if ``seed`` is not an int or ``None``.
     """
 
     def __init__(self, env: Any, algorithm: Any,
-                 max_steps: int = 100000, use_tf_functions: bool = True):
+                 max_steps: int = 100000, use_tf_functions: bool = True,
+                 seed: Optional[int] = None):
         if int(max_steps) < 1:
             raise ValueError("EvaluationDriver: max_steps must be >= 1, "
                              "got %r" % (max_steps, ))
+        if seed is not None and (isinstance(seed, bool)
+                                 or not isinstance(seed, int)):
+            raise TypeError("EvaluationDriver: seed must be an int or None, "
+                            "got %r" % (seed, ))
         self._env = env
         self._algorithm = algorithm
         self._max_steps = int(max_steps)
+        self._generator = tf.random.Generator.from_seed(
+            derive_seed(_EVAL_SEED_SALT) if seed is None else seed)
         self._run_fn = (tf.function(self._run, autograph=False)
                         if use_tf_functions else self._run)
 
+    @property
+    def generator(self) -> tf.random.Generator:
+        """The evaluation's own generator (trainers checkpoint it)."""
+        return self._generator
+
     def run(self) -> Tuple[tf.Tensor, tf.Tensor]:
         """Plays the episodes (from a fresh ``env.reset()``).
+
+        The evaluation's generator is the global one while the episodes run
+        (and while the loop is traced, so the compiled loop keeps drawing
+        from it): the training run's random numbers are left alone.
 
         Returns:
             ``(returns, lengths)``: [B] float32 episode returns and [B] int32
             episode lengths (number of transitions).
         """
-        return self._run_fn()
+        with using_global_generator(self._generator):
+            return self._run_fn()
 
     def _run(self):
         alg, env = self._algorithm, self._env

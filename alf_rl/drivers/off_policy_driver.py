@@ -7,9 +7,13 @@ Training is separate (``OffPolicyAlgorithm.train`` on replayed batches,
 driven by ``OffPolicyTrainer``).
 """
 
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
+
 import tensorflow as tf
 
+from alf_rl.data_structures import LossInfo, TimeStep
 from alf_rl.drivers.driver import Driver
+from alf_rl.environments.tf_environment import TFEnvironment
 
 
 class SyncOffPolicyDriver(Driver):
@@ -30,8 +34,14 @@ class SyncOffPolicyDriver(Driver):
             training) when ``env.in_graph`` (see ``Driver``).
     """
 
-    def __init__(self, env, algorithm, replayer, metrics=None, observers=(),
-                 use_tf_functions=True, jit_compile=False):
+    def __init__(self,
+                 env: TFEnvironment,
+                 algorithm: Any,
+                 replayer: Any,
+                 metrics: Optional[List] = None,
+                 observers: Sequence[Callable[[TimeStep], None]] = (),
+                 use_tf_functions: bool = True,
+                 jit_compile: bool = False):
         super().__init__(env,
                          algorithm,
                          metrics=metrics,
@@ -43,11 +53,12 @@ class SyncOffPolicyDriver(Driver):
         self._run_and_train_fn = None
 
     @property
-    def replayer(self):
+    def replayer(self) -> Any:
         """The replayer experience goes to."""
         return self._replayer
 
-    def run_and_train(self, num_steps, train_fn):
+    def run_and_train(self, num_steps: int,
+                      train_fn: Callable[[], LossInfo]) -> LossInfo:
         """Collects ``num_steps`` batched steps, then calls ``train_fn()``,
         in one compiled call (saves a function call per iteration).
 
@@ -60,8 +71,13 @@ class SyncOffPolicyDriver(Driver):
         """
         return self.run_and_train_iterations(num_steps, train_fn, 1)[0]
 
-    def run_and_train_iterations(self, num_steps, train_fn, num_iterations,
-                                 stop_fn=None):
+    def run_and_train_iterations(
+            self,
+            num_steps: int,
+            train_fn: Callable[[], LossInfo],
+            num_iterations: Union[int, tf.Tensor],
+            stop_fn: Optional[Callable[[], tf.Tensor]] = None
+    ) -> Tuple[LossInfo, tf.Tensor]:
         """Up to ``num_iterations`` times: collect ``num_steps`` batched
         steps, then ``train_fn()``; all in one compiled call.
 
@@ -90,7 +106,7 @@ class SyncOffPolicyDriver(Driver):
         return self._call_repeated(self._run_and_train_fn, num_iterations,
                                    tf.constant(num_steps, tf.int32))
 
-    def run(self, num_steps):
+    def run(self, num_steps: int) -> None:
         """Collects ``num_steps`` batched steps (``num_steps * B`` env steps).
 
         Args:

@@ -22,11 +22,15 @@ obtained for bootstrapping:
   trained per iteration).
 """
 
+from typing import Callable, List, Optional, Sequence, Tuple, Union
+
 import tensorflow as tf
 
 from alf_rl.algorithms.unroll import training_info_spec, unroll
-from alf_rl.data_structures import TrainingInfo
+from alf_rl.algorithms.on_policy_algorithm import OnPolicyAlgorithm
+from alf_rl.data_structures import LossInfo, TimeStep, TrainingInfo
 from alf_rl.drivers.driver import Driver, check_policy_step
+from alf_rl.environments.tf_environment import TFEnvironment
 from alf_rl.ops import distributions as dist_ops
 from alf_rl.ops.masks import mask_last_row
 from alf_rl.specs import add_outer_dims
@@ -55,14 +59,14 @@ class OnPolicyDriver(Driver):
     """
 
     def __init__(self,
-                 env,
-                 algorithm,
-                 train_interval=8,
-                 final_step_mode='redo',
-                 metrics=None,
-                 observers=(),
-                 use_tf_functions=True,
-                 jit_compile=False):
+                 env: TFEnvironment,
+                 algorithm: OnPolicyAlgorithm,
+                 train_interval: int = 8,
+                 final_step_mode: str = 'redo',
+                 metrics: Optional[List] = None,
+                 observers: Sequence[Callable[[TimeStep], None]] = (),
+                 use_tf_functions: bool = True,
+                 jit_compile: bool = False):
         if final_step_mode not in FINAL_STEP_MODES:
             raise ValueError("final_step_mode must be one of %s, got %r" %
                              (FINAL_STEP_MODES, final_step_mode))
@@ -88,17 +92,17 @@ class OnPolicyDriver(Driver):
 
     # ------------------------------------------------------------ public
     @property
-    def num_traces(self):
+    def num_traces(self) -> int:
         """How many times the iteration function was traced (1 expected)."""
         return self._num_traces
 
     @property
-    def env_steps_per_iteration(self):
+    def env_steps_per_iteration(self) -> int:
         """Environment steps (over all envs) taken by one ``run()``."""
         extra = 1 if self._final_step_mode == 'skip' else 0
         return (self._train_interval + extra) * self._batch_size
 
-    def run(self):
+    def run(self) -> LossInfo:
         """Runs one training iteration.
 
         Returns:
@@ -106,7 +110,10 @@ class OnPolicyDriver(Driver):
         """
         return self.run_iterations(1)[0]
 
-    def run_iterations(self, num_iterations, stop_fn=None):
+    def run_iterations(
+            self, num_iterations: Union[int, tf.Tensor],
+            stop_fn: Optional[Callable[[], tf.Tensor]] = None
+    ) -> Tuple[LossInfo, tf.Tensor]:
         """Runs up to ``num_iterations`` training iterations in one call.
 
         Args:

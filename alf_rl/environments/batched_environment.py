@@ -8,6 +8,8 @@ counterpart. Both stack their per-environment results with ``_BatchStacker``.
 No TensorFlow at import time (specs are read lazily from the environments).
 """
 
+from typing import Any, List, Optional, Sequence
+
 import numpy as np
 
 from alf_rl.data_structures import StepType, TimeStep
@@ -128,7 +130,7 @@ class BatchedPyEnvironment(PyEnvironment):
             specs.
     """
 
-    def __init__(self, envs):
+    def __init__(self, envs: Sequence[PyEnvironment]):
         envs = list(envs)
         if not envs:
             raise ValueError("BatchedPyEnvironment needs at least one "
@@ -158,25 +160,25 @@ class BatchedPyEnvironment(PyEnvironment):
         self._closed = False
 
     @property
-    def envs(self):
+    def envs(self) -> List[PyEnvironment]:
         """The list of wrapped unbatched environments."""
         return list(self._envs)
 
     @property
-    def batched(self):
+    def batched(self) -> bool:
         """Always True."""
         return True
 
     @property
-    def batch_size(self):
+    def batch_size(self) -> int:
         """int B, the number of environments."""
         return len(self._envs)
 
-    def observation_spec(self):
+    def observation_spec(self) -> Any:
         """Spec nest of one observation (no batch dimension)."""
         return self._observation_spec
 
-    def action_spec(self):
+    def action_spec(self) -> Any:
         """Spec nest of one action (no batch dimension)."""
         return self._action_spec
 
@@ -189,16 +191,16 @@ class BatchedPyEnvironment(PyEnvironment):
         results = [f(a) for f, a in zip(self._flat_steps, actions)]
         return self._stacker.stack(results, action)
 
-    def render(self):
+    def render(self) -> Optional[np.ndarray]:
         """Environment 0's frame ([H, W, 3] uint8) or ``None``."""
         return self._envs[0].render()
 
-    def seed(self, seed):
+    def seed(self, seed: Optional[int]) -> None:
         """Seeds environment i with ``seed + i`` (``None``: unseeded)."""
         for i, env in enumerate(self._envs):
             env.seed(None if seed is None else seed + i)
 
-    def close(self):
+    def close(self) -> None:
         """Closes every environment."""
         if not self._closed:
             self._closed = True

@@ -11,6 +11,8 @@ and should stay light. ``alf_rl.specs`` (which imports TensorFlow) is only
 imported inside the spec methods.
 """
 
+from typing import Any, Optional
+
 import numpy as np
 
 from alf_rl.data_structures import StepType, TimeStep
@@ -81,7 +83,8 @@ class GymWrapper(PyEnvironment):
         discount: discount of non-terminating steps (0 on ``terminated``).
     """
 
-    def __init__(self, gym_env, env_id=0, discount=1.0):
+    def __init__(self, gym_env: Any, env_id: int = 0,
+                 discount: float = 1.0):
         self._env = gym_env
         self._env_id = np.asarray(env_id, np.int32)
         self._discount = float(discount)
@@ -118,26 +121,26 @@ class GymWrapper(PyEnvironment):
 
     # --- properties -------------------------------------------------------
     @property
-    def gym_env(self):
+    def gym_env(self) -> Any:
         """The wrapped ``gymnasium.Env``."""
         return self._env
 
     @property
-    def observation_space(self):
+    def observation_space(self) -> Any:
         """The gymnasium observation space."""
         return self._observation_space
 
     @property
-    def action_space(self):
+    def action_space(self) -> Any:
         """The gymnasium action space."""
         return self._action_space
 
     @property
-    def env_id(self):
+    def env_id(self) -> int:
         """int: ``TimeStep.env_id`` of this environment."""
         return int(self._env_id)
 
-    def observation_spec(self):
+    def observation_spec(self) -> Any:
         """Spec nest of one observation (from the observation space)."""
         if self._observation_spec is None:
             from alf_rl.specs import spec_from_gym_space
@@ -145,7 +148,7 @@ class GymWrapper(PyEnvironment):
                 self._observation_space, 'observation')
         return self._observation_spec
 
-    def action_spec(self):
+    def action_spec(self) -> Any:
         """Spec nest of one action (from the action space)."""
         if self._action_spec is None:
             from alf_rl.specs import spec_from_gym_space
@@ -259,7 +262,7 @@ class GymWrapper(PyEnvironment):
         return self._make_time_step(self._flat_step(action),
                                     self._to_prev_action(action))
 
-    def render(self):
+    def render(self) -> Optional[np.ndarray]:
         """The frame of ``gym_env.render()`` or ``None`` without render_mode.
 
         Returns:
@@ -270,13 +273,13 @@ class GymWrapper(PyEnvironment):
             return None
         return self._env.render()
 
-    def seed(self, seed):
+    def seed(self, seed: Optional[int]) -> None:
         """Seeds the next reset (explicit or automatic) with ``seed``."""
         self._pending_seed = None if seed is None else int(seed)
         if seed is not None:
             self._action_space.seed(int(seed))
 
-    def close(self):
+    def close(self) -> None:
         """Closes the gymnasium environment."""
         if not self._closed:
             self._closed = True

@@ -12,21 +12,29 @@ cloudpickle when available, so lambdas and functions of ``__main__`` work.
 Every wait on a worker polls its pipe with a timeout and checks that the
 process is alive, so a crashed or killed worker raises ``RuntimeError``
 naming the environment index, its constructor and exit code instead of
-hanging. Exceptions raised by a worker's environment come back as
-``RuntimeError`` carrying the worker's traceback text.
+hanging. A worker that is alive but does not answer within ``step_timeout``
+(60 s by default; stopped with SIGSTOP, deadlocked, stuck in a simulator)
+raises ``RuntimeError`` naming the environment, the worker's pid and how
+long the parent waited; the hung worker is killed and the others are shut
+down politely, so no process is left behind. Exceptions raised by a
+worker's environment come back as ``RuntimeError`` carrying the worker's
+traceback text.
 
 Specs are read in the parent by building one environment with the first
 constructor and closing it, so workers never need TensorFlow.
 """
 
+import numbers
 import os
 import pickle
 import signal
 import socket
 import subprocess
 import sys
+import time
 import traceback
 import weakref
+from typing import Any, Callable, List, Optional, Sequence
 
 from alf_rl.environments.batched_environment import _BatchStacker
 from alf_rl.environments.py_environment import PyEnvironment
@@ -49,6 +57,10 @@ _COMMAND_NAMES = {
 
 # How often a waiting parent checks that the worker is still alive.
 _POLL_SECONDS = 0.2
+
+#: Default seconds a worker may take to answer a step (or reset, render,
+#: seed, call) before the parent gives up on it.
+DEFAULT_STEP_TIMEOUT = 60.0
 
 
 def _dumps(obj):
@@ -144,6 +156,8 @@ class _Worker(object):
         self.index = index
         self.description = repr(constructor)
         self.dead = False
+        # Alive but did not answer in time: killed (not asked) at shutdown.
+        self.hung = False
         parent_sock, child_sock = socket.socketpair()
         from multiprocessing.connection import Connection
         self.conn = Connection(parent_sock.detach())
@@ -189,26 +203,41 @@ class _Worker(object):
         except OSError:
             raise self._dead_error(command) from None
 
-    def receive(self, command, timeout=None):
+    def receive(self, command, timeout=None, start=None):
         """Waits for the reply to ``command``; raises if the worker died.
 
         Args:
             command: the command being answered (for messages).
             timeout: seconds to wait at most (``None``: as long as the
                 worker lives).
+            start: ``time.monotonic()`` at which the command was sent (a
+                broadcast's deadline is shared by all its workers);
+                ``None``: now.
+
+        Raises:
+            RuntimeError: the worker died, did not answer within
+                ``timeout`` (it is then marked ``hung``), or its
+                environment raised.
         """
         conn, process = self.conn, self.process
-        waited = 0.0
+        start = time.monotonic() if start is None else start
         while not conn.poll(_POLL_SECONDS):
             if process.poll() is not None:
                 raise self._dead_error(command)
-            waited += _POLL_SECONDS
+            waited = time.monotonic() - start
             if timeout is not None and waited >= timeout:
+                self.hung = True
+                setting = ('start_timeout' if command is None else
+                           'create_environment.step_timeout')
                 raise RuntimeError(
                     "ParallelPyEnvironment: the worker of environment %d "
-                    "(pid %d, constructor %s) did not answer %s within %.0f s"
-                    % (self.index, process.pid, self.description,
-                       _COMMAND_NAMES.get(command, command), timeout))
+                    "(pid %d, constructor %s) did not answer %s within %g s "
+                    "(waited %.1f s): it is alive but stopped (SIGSTOP?) or "
+                    "stuck in the environment; every worker was shut down. "
+                    "Raise %s for environments that are this slow" %
+                    (self.index, process.pid, self.description,
+                     _COMMAND_NAMES.get(command, command), timeout, waited,
+                     setting))
         try:
             status, result = conn.recv()
         except (EOFError, OSError):
@@ -222,8 +251,29 @@ class _Worker(object):
         return result
 
 
+def _check_timeouts(start_timeout, step_timeout):
+    """``step_timeout`` as float seconds (or None); ValueError unless both
+    timeouts are numbers > 0 (``step_timeout`` may be None)."""
+    for name, value in (('start_timeout', start_timeout),
+                        ('step_timeout', step_timeout)):
+        allow_none = name == 'step_timeout'
+        if value is None and allow_none:
+            continue
+        if (isinstance(value, bool) or not isinstance(value, numbers.Real)
+                or not value > 0):
+            raise ValueError("ParallelPyEnvironment: %s must be a number of "
+                             "seconds > 0%s, got %r" %
+                             (name, ' or None' if allow_none else '', value))
+    return None if step_timeout is None else float(step_timeout)
+
+
 def _shutdown(workers, timeout=5.0):
-    """Closes workers: polite 'close', then terminate, then kill."""
+    """Closes workers: hung ones are killed at once; the others get a
+    polite 'close', then are killed if they do not exit within
+    ``timeout``."""
+    for w in workers:
+        if w.hung and w.process.poll() is None:
+            w.process.kill()  # SIGKILL also ends a SIGSTOPped process
     for w in workers:
         if w.process.poll() is None:
             try:
@@ -256,19 +306,31 @@ class ParallelPyEnvironment(PyEnvironment):
         start_serially: start the workers one after another (for
             environments that race on shared resources while starting).
         start_timeout: seconds a worker may take to build its environment.
+        step_timeout: seconds a worker may take to answer a ``step``
+            (also ``reset``, ``render``, ``seed``, ``call``); default 60.
+            Past it the call raises ``RuntimeError`` naming the
+            environment, the worker's pid and the time waited, the hung
+            worker is killed and the others are shut down.  ``None``
+            waits as long as the worker process lives. From gin:
+            ``create_environment.step_timeout``.
 
     Raises:
-        ValueError: for an empty list, or if the first constructor does not
-            build an unbatched ``PyEnvironment``.
+        ValueError: for an empty list, a timeout that is not a positive
+            number, or if the first constructor does not build an
+            unbatched ``PyEnvironment``.
         RuntimeError: if a worker fails to start.
     """
 
-    def __init__(self, env_constructors, start_serially=False,
-                 start_timeout=300.0):
+    def __init__(self,
+                 env_constructors: Sequence[Callable[[], PyEnvironment]],
+                 start_serially: bool = False,
+                 start_timeout: float = 300.0,
+                 step_timeout: Optional[float] = DEFAULT_STEP_TIMEOUT):
         constructors = list(env_constructors)
         if not constructors:
             raise ValueError("ParallelPyEnvironment needs at least one "
                              "environment constructor")
+        self._step_timeout = _check_timeouts(start_timeout, step_timeout)
         self._closed = True
         self._broken = None
         self._workers = []
@@ -313,25 +375,30 @@ class ParallelPyEnvironment(PyEnvironment):
             raise
 
     @property
-    def batched(self):
+    def batched(self) -> bool:
         """Always True."""
         return True
 
     @property
-    def batch_size(self):
+    def batch_size(self) -> int:
         """int B, the number of environments."""
         return len(self._constructors)
 
     @property
-    def pids(self):
-        """list of int: process ids of the workers (for tests/monitoring)."""
+    def pids(self) -> List[int]:
+        """Process ids of the workers (for tests/monitoring)."""
         return [w.process.pid for w in self._workers]
 
-    def observation_spec(self):
+    @property
+    def step_timeout(self) -> Optional[float]:
+        """Seconds a worker may take to answer (``None``: no limit)."""
+        return self._step_timeout
+
+    def observation_spec(self) -> Any:
         """Spec nest of one observation (no batch dimension)."""
         return self._observation_spec
 
-    def action_spec(self):
+    def action_spec(self) -> Any:
         """Spec nest of one action (no batch dimension)."""
         return self._action_spec
 
@@ -339,18 +406,24 @@ class ParallelPyEnvironment(PyEnvironment):
         if self._closed:
             raise RuntimeError("ParallelPyEnvironment is closed")
         if self._broken is not None:
+            what = ('did not answer' if any(w.hung for w in self._workers)
+                    else 'died')
             raise RuntimeError(
-                "ParallelPyEnvironment cannot be used after a worker died: "
-                "%s" % self._broken) from self._broken
+                "ParallelPyEnvironment cannot be used after a worker %s: "
+                "%s" % (what, self._broken)) from self._broken
 
     def _broadcast(self, command, args):
         """Sends ``command`` to every worker, then collects every reply.
 
         All replies are read even when one worker fails, so that the pipes
         stay in step; the first error is raised afterwards. A dead worker
-        makes the environment unusable (later calls raise at once).
+        makes the environment unusable (later calls raise at once). Every
+        worker must answer within ``step_timeout`` of the broadcast; at
+        the first that does not, the others are not waited for: all are
+        shut down (see ``_raise``).
         """
         self._check_open()
+        start = time.monotonic()
         sent, error = [], None
         for w, a in zip(self._workers, args):
             try:
@@ -362,16 +435,22 @@ class ParallelPyEnvironment(PyEnvironment):
         results = []
         for w in sent:
             try:
-                results.append(w.receive(command))
+                results.append(w.receive(command, self._step_timeout, start))
             except RuntimeError as e:
                 error = error or e
+                if w.hung:
+                    break
         if error is not None:
             self._raise(error)
         return results
 
     def _raise(self, error):
-        if any(w.dead for w in self._workers):
+        """Raises ``error``; after a death or a hang the environment is
+        unusable, and after a hang every worker is shut down now."""
+        if any(w.dead or w.hung for w in self._workers):
             self._broken = error
+        if any(w.hung for w in self._workers):
+            self._finalizer()  # kills the hung worker, closes the others
         raise error
 
     def _call_one(self, index, command, arg=None):
@@ -379,7 +458,7 @@ class ParallelPyEnvironment(PyEnvironment):
         w = self._workers[index]
         try:
             w.send(command, arg)
-            return w.receive(command)
+            return w.receive(command, self._step_timeout)
         except RuntimeError as e:
             self._raise(e)
 
@@ -391,16 +470,16 @@ class ParallelPyEnvironment(PyEnvironment):
         results = self._broadcast(_STEP, self._stacker.split_action(action))
         return self._stacker.stack(results, action)
 
-    def render(self):
+    def render(self) -> Any:
         """Environment 0's frame ([H, W, 3] uint8) or ``None``."""
         return self._call_one(0, _RENDER)
 
-    def seed(self, seed):
+    def seed(self, seed: Optional[int]) -> None:
         """Seeds environment i with ``seed + i`` (``None``: unseeded)."""
         self._broadcast(_SEED, [None if seed is None else seed + i
                                 for i in range(self.batch_size)])
 
-    def call(self, index, fn, *args):
+    def call(self, index: int, fn: Callable[..., Any], *args: Any) -> Any:
         """Runs ``fn(env, *args)`` in worker ``index`` and returns its result.
 
         Args:
@@ -413,7 +492,7 @@ class ParallelPyEnvironment(PyEnvironment):
         """
         return self._call_one(index, _CALL, _dumps((fn, args)))
 
-    def close(self):
+    def close(self) -> None:
         """Stops every worker (joins them; kills those that do not stop)."""
         if not self._closed:
             self._closed = True

@@ -467,6 +467,8 @@ class TFDynamicsEnvironment(TFEnvironment):
     the last step was LAST [B] bool, and a call counter int64 from which each
     ``reset``/``step`` derives its stateless seed ``[seed, counter]``. The
     same seed and the same sequence of calls give the same ``TimeStep``s.
+    ``checkpoint_state()`` holds all of them, so trainers checkpoint the
+    environment and a resumed run continues it exactly.
 
     Every ``step`` computes the next state and a random initial state of
     every environment, and keeps the latter (``tf.where``, no branching)
@@ -530,6 +532,12 @@ class TFDynamicsEnvironment(TFEnvironment):
                                     name='rng_counter')
         self._env_id = tf.range(b, dtype=tf.int32)
         self._render_env = None
+        # The whole state, for checkpoints (see checkpoint_state()).
+        self._checkpoint_state = tf.Module(name='environment_state')
+        self._checkpoint_state.state = self._state
+        self._checkpoint_state.episode_steps = self._steps
+        self._checkpoint_state.done = self._done
+        self._checkpoint_state.rng_counter = self._counter
 
     @property
     def dynamics(self):
@@ -551,6 +559,17 @@ class TFDynamicsEnvironment(TFEnvironment):
         """[B, d] float32 tensor: the current states, laid out as
         gymnasium's ``unwrapped.state`` (a snapshot; read-only)."""
         return self._state.value()
+
+    def checkpoint_state(self):
+        """The state variables (physical state, episode steps, done flags,
+        random-number counter) as one ``tf.Module`` for checkpoints: with
+        the driver's last ``TimeStep``, restoring them continues every
+        episode exactly (and the initial states of later episodes too).
+
+        Returns:
+            The same ``tf.Module`` on every call.
+        """
+        return self._checkpoint_state
 
     def _next_seed(self):
         """[2] int64 stateless seed, fresh on every call."""

@@ -14,6 +14,10 @@ continuous ``BoundedTensorSpec((1,), float32, 0, 1)``; observations float32
 * ``RNNPolicyUnittestEnv``: a +/-1 target shown only at FIRST (zeros after);
   from step ``gap`` of the episode onward the reward is
   ``1 - 0.5 * |2a - 1 - obs0|`` for the previous action a: needs memory.
+
+``get_state``/``set_state`` give and restore an environment's whole state
+(episode step, random generator), so a checkpointed run continues them
+exactly (``TFPyEnvironment.checkpoint_state``).
 """
 
 import numpy as np
@@ -24,6 +28,22 @@ from alf_rl.specs import BoundedTensorSpec
 
 _DISCRETE = 'discrete'
 _CONTINUOUS = 'continuous'
+
+
+def _array_to_json(x):
+    """float32 array -> [shape, values] (exact via float64), or None."""
+    if x is None:
+        return None
+    x = np.asarray(x, np.float32)
+    return [list(x.shape), x.ravel().tolist()]
+
+
+def _array_from_json(value):
+    """Inverse of ``_array_to_json``."""
+    if value is None:
+        return None
+    shape, values = value
+    return np.asarray(values, np.float32).reshape(shape)
 
 
 class UnittestEnv(PyEnvironment):
@@ -93,6 +113,53 @@ class UnittestEnv(PyEnvironment):
         """Restarts the random numbers from ``seed``."""
         self._seed = seed
         self._rng = np.random.RandomState(seed)
+
+    def get_state(self) -> dict:
+        """Everything a step depends on, as JSON-serializable values.
+
+        ``TFPyEnvironment`` checkpoints it (see
+        ``TFEnvironment.checkpoint_state``), so a resumed run continues
+        these environments exactly.
+
+        Returns:
+            dict: the episode step, the numpy generator's state and the
+            observations kept for the next reward.
+        """
+        name, keys, pos, has_gauss, cached = self._rng.get_state()
+        return {
+            'steps': self._steps,
+            'rng': [name, keys.tolist(), int(pos), int(has_gauss),
+                    float(cached)],
+            'prev_observation': _array_to_json(
+                getattr(self, '_prev_observation', None)),
+            'observation0': _array_to_json(
+                getattr(self, '_observation0', None)),
+        }
+
+    def set_state(self, state: dict) -> None:
+        """Restores what ``get_state`` returned.
+
+        Args:
+            state: a dict from ``get_state`` (of an environment with the
+                same batch size and observation size).
+
+        Raises:
+            ValueError: if ``state`` does not fit this environment.
+        """
+        prev = _array_from_json(state['prev_observation'])
+        shape = (self._batch_size, self._obs_dim)
+        if prev is not None and prev.shape != shape:
+            raise ValueError(
+                "%s.set_state: saved observations have shape %s, this "
+                "environment's %s (different batch_size or obs_dim?)" %
+                (type(self).__name__, list(prev.shape), list(shape)))
+        name, keys, pos, has_gauss, cached = state['rng']
+        self._rng.set_state((name, np.asarray(keys, np.uint32), pos,
+                             has_gauss, cached))
+        self._steps = state['steps']
+        self._prev_observation = prev
+        if hasattr(self, '_observation0'):
+            self._observation0 = _array_from_json(state['observation0'])
 
     def _action_values(self, action):
         """[B] float64 action values."""

@@ -12,10 +12,19 @@ dtypes) against the specs with a cheap fast path, and keeps the Python
 exception in ``last_error`` (declared on ``TFEnvironment``): inside a graph
 TensorFlow wraps it into an ``OpError`` whose text is harder to read, so
 trainers report ``env.last_error``.
+
+Debug mode ``check_finite`` (``create_environment.check_finite=True``):
+every ``reset``/``step`` output is checked for NaN/Inf, and the first
+non-finite reward, discount or observation is reported as a ``ValueError``
+naming the field, the environment index and the element. ``TFPyEnvironment``
+checks in its existing callback (a few microseconds per step); other
+environments (``suite_tf``) get one ``tf.numpy_function`` per call, so
+their loops are then no longer XLA-compiled (``in_graph`` is False).
 """
 
+import json
 import threading
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -50,6 +59,7 @@ class TFEnvironment(object):
     """
 
     last_error: Optional[BaseException] = None
+    _check_finite: bool = False
 
     def __init__(self, time_step_spec: Any, action_spec: Any,
                  batch_size: int):
@@ -72,8 +82,22 @@ class TFEnvironment(object):
     def in_graph(self) -> bool:
         """True when ``reset``/``step`` are TensorFlow ops only (no Python
         callback), so loops over them can be XLA-compiled. False for
-        ``TFPyEnvironment``."""
-        return True
+        ``TFPyEnvironment``, and while ``check_finite`` is on."""
+        return not self._check_finite
+
+    @property
+    def check_finite(self) -> bool:
+        """Debug mode: raise ``ValueError`` naming the field, environment
+        index and element of the first NaN/Inf in a ``reset``/``step``
+        output (reward, discount, float observations). Off by default."""
+        return self._check_finite
+
+    @check_finite.setter
+    def check_finite(self, value: bool) -> None:
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError("check_finite: expected a bool, got %r (%s)" %
+                            (value, type(value).__name__))
+        self._check_finite = bool(value)
 
     def time_step_spec(self) -> TimeStep:
         """The ``TimeStep`` spec nest (no batch dimension)."""
@@ -95,8 +119,16 @@ class TFEnvironment(object):
             ``reward`` [B] float32, ``discount`` [B] float32,
             ``observation`` nest of [B, ...], ``prev_action`` nest of [B, ...]
             zeros, ``env_id`` [B] int32.
+
+        Raises:
+            ValueError: with ``check_finite``, for a non-finite output
+                (inside a graph: an ``OpError``, the ``ValueError`` in
+                ``last_error``).
         """
-        return self._reset()
+        time_step = self._reset()
+        if self._check_finite:
+            time_step = self._checked_finite(time_step, 'reset')
+        return time_step
 
     def step(self, action: Any) -> TimeStep:
         """Steps every environment with its row of ``action``.
@@ -111,9 +143,45 @@ class TFEnvironment(object):
 
         Raises:
             ValueError: naming the path if ``action`` does not match the
-                spec's structure, shape or dtype kind.
+                spec's structure, shape or dtype kind; with
+                ``check_finite``, for a non-finite output (inside a graph:
+                an ``OpError``, the ``ValueError`` in ``last_error``).
         """
-        return self._step(self._check_action(action))
+        time_step = self._step(self._check_action(action))
+        if self._check_finite:
+            time_step = self._checked_finite(time_step, 'step')
+        return time_step
+
+    def _checked_finite(self, time_step, what):
+        """``time_step`` after a NaN/Inf check of its float leaves.
+
+        Eagerly the check runs at once; in a graph it is one
+        ``tf.numpy_function`` that the returned leaves depend on.
+        """
+        leaves = [(path.lstrip('.'), x) for path, x in
+                  nest_utils.flatten_with_path(time_step)
+                  if x.dtype.is_floating
+                  and not path.startswith('.prev_action')]
+        if not leaves:
+            return time_step
+        paths = [p for p, _ in leaves]
+
+        def _check(*arrays):
+            try:
+                raise_if_not_finite(paths, arrays, what)
+            except ValueError as e:
+                self.last_error = e
+                raise
+            return np.bool_(True)
+
+        tensors = [x for _, x in leaves]
+        if tf.executing_eagerly():
+            _check(*[x.numpy() for x in tensors])
+            return time_step
+        ok = tf.numpy_function(_check, tensors, tf.bool, stateful=True,
+                               name='check_finite')
+        with tf.control_dependencies([ok]):
+            return tf.nest.map_structure(tf.identity, time_step)
 
     def _check_action(self, action):
         spec = self._action_spec
@@ -155,6 +223,21 @@ class TFEnvironment(object):
         """Environment 0's frame ([H, W, 3] uint8 numpy) or ``None``."""
         return None
 
+    def checkpoint_state(self) -> Optional[Any]:
+        """The environment's state as a trackable for ``tf.train.Checkpoint``.
+
+        Restoring it puts the environment back where it was when it was
+        saved, so that, with the last ``TimeStep`` it returned, a resumed
+        run continues its episodes exactly (trainers checkpoint both).
+        ``None`` when the state cannot be saved: after a resume such an
+        environment is reset and its episodes restart.
+
+        Returns:
+            A trackable (e.g. a ``tf.Module`` of the state variables), the
+            same object on every call, or ``None`` (this default).
+        """
+        return None
+
     def close(self) -> None:
         """Frees the environment's resources."""
 
@@ -168,6 +251,36 @@ class TFEnvironment(object):
 
 def _describe_value(x):
     return 'NaN' if isinstance(x, float) and x != x else repr(x)
+
+
+def raise_if_not_finite(paths: Sequence[str], arrays: Sequence[np.ndarray],
+                        what: str = 'step') -> None:
+    """Raises ``ValueError`` at the first array holding NaN or Inf.
+
+    Args:
+        paths: names of the arrays (``'observation'``, ``'reward'``...).
+        arrays: [B, ...] float numpy arrays, one per path.
+        what: the call that produced them (``'reset'``/``'step'``).
+
+    Raises:
+        ValueError: e.g. ``observation: NaN at env 1, element (2,) in the
+            environment's step output (1 of 8 values non-finite)``.
+    """
+    for path, a in zip(paths, arrays):
+        a = np.asarray(a)
+        if np.isfinite(a).all():
+            continue
+        bad = ~np.isfinite(a)
+        index = tuple(int(i) for i in np.argwhere(bad)[0])
+        where = 'at env %d' % index[0]
+        if index[1:]:
+            where += ', element %s' % (index[1:], )
+        raise ValueError(
+            "%s: %s %s in the environment's %s output (%d of %d values "
+            "non-finite; found by check_finite) -- the environment returned "
+            "a non-finite %s" % (path, _describe_value(a[index].item()),
+                                 where, what, int(bad.sum()), a.size,
+                                 path.split('.')[0].split('[')[0]))
 
 
 class _LeafCheck(object):
@@ -196,6 +309,35 @@ class _LeafCheck(object):
             self.lo, self.hi = -np.inf, np.inf
 
 
+class _PyEnvironmentState(tf.__internal__.tracking.Trackable):
+    """Checkpoints a ``PyEnvironment`` through ``get_state``/``set_state``.
+
+    The state is one string tensor of JSON text (never pickle: restoring a
+    checkpoint must not run code from it).
+    """
+
+    def __init__(self, env, lock):
+        self._env = env
+        self._lock = lock
+
+    def _serialize_to_tensors(self):
+        with self._lock:
+            state = self._env.get_state()
+        try:
+            text = json.dumps(state)
+        except TypeError as e:
+            raise TypeError(
+                "%s.get_state() must return JSON-serializable values (lists, "
+                "not numpy arrays): %s" % (type(self._env).__name__, e))
+        with tf.init_scope():
+            return {'json': tf.constant(text, tf.string)}
+
+    def _restore_from_tensors(self, restored_tensors):
+        text = restored_tensors['json'].numpy().decode('utf-8')
+        with self._lock:
+            self._env.set_state(json.loads(text))
+
+
 def _bounds_str(check):
     return '[%s, %s]' % (specs_lib._short(np.asarray(check.lo)),
                          specs_lib._short(np.asarray(check.hi)))
@@ -215,6 +357,10 @@ class TFPyEnvironment(TFEnvironment):
             ``BatchedPyEnvironment([py_env])``).
         check_actions: validate actions in the callback (shape, dtype, bounds,
             NaN). Leave on: the cost is a few microseconds per step.
+        check_finite: debug mode: also check the environment's rewards,
+            discounts and float observations for NaN/Inf in the callback
+            and raise ``ValueError`` naming the field and env index (see
+            ``TFEnvironment.check_finite``).
     """
 
     @property
@@ -222,7 +368,8 @@ class TFPyEnvironment(TFEnvironment):
         """False: every step calls back into Python."""
         return False
 
-    def __init__(self, py_env: PyEnvironment, check_actions: bool = True):
+    def __init__(self, py_env: PyEnvironment, check_actions: bool = True,
+                 check_finite: bool = False):
         if not isinstance(py_env, PyEnvironment):
             raise ValueError("TFPyEnvironment expects a PyEnvironment, got %r"
                              % (py_env, ))
@@ -236,6 +383,7 @@ class TFPyEnvironment(TFEnvironment):
         super().__init__(time_step_spec, action_spec, batch_size)
         self._check_actions = check_actions
         self._lock = threading.Lock()
+        self._state = None  # built by checkpoint_state()
 
         self._action_structure = (action_spec if isinstance(
             action_spec, (dict, list, tuple)) else None)
@@ -253,6 +401,13 @@ class TFPyEnvironment(TFEnvironment):
             _LeafCheck(p, s, batch_size) for p, s in zip(paths, flat_specs)
         ]
         self._fast_checks = [(c.shape, c.dtype) for c in self._time_step_checks]
+        # (index in the flat TimeStep, path) of the leaves check_finite
+        # looks at; prev_action is the (already checked) action.
+        self._finite_leaves = [
+            (i, c.path) for i, c in enumerate(self._time_step_checks)
+            if c.is_float and not c.path.startswith('prev_action')
+        ]
+        self.check_finite = check_finite
         self._out_dtypes = [s.dtype for s in flat_specs]
         self._out_shapes = [[batch_size] + s.shape.as_list()
                             for s in flat_specs]
@@ -265,6 +420,16 @@ class TFPyEnvironment(TFEnvironment):
             for shape, dtype in zip(self._out_shapes, self._out_dtypes)
         ]
         self._packed_size = sum(self._out_nbytes)
+
+    def _checked_finite(self, time_step, what):
+        # The callback (_np_step/_np_reset) checked the arrays already.
+        return time_step
+
+    def _check_flat_finite(self, flat, what):
+        """``check_finite`` on the flat numpy ``TimeStep`` of a callback."""
+        for i, path in self._finite_leaves:
+            if not np.isfinite(flat[i]).all():
+                raise_if_not_finite([path], [flat[i]], what)
 
     @property
     def pyenv(self) -> PyEnvironment:
@@ -393,7 +558,10 @@ class TFPyEnvironment(TFEnvironment):
                 else:
                     action = pack_nest_as(self._action_structure,
                                           flat_actions)
-                return self._flatten_time_step(self._env.step(action))
+                flat = self._flatten_time_step(self._env.step(action))
+                if self._check_finite:
+                    self._check_flat_finite(flat, 'step')
+                return flat
         except Exception as e:
             self.last_error = e
             raise
@@ -402,7 +570,10 @@ class TFPyEnvironment(TFEnvironment):
         """Resets the PyEnvironment; returns the flattened ``TimeStep``."""
         try:
             with self._lock:
-                return self._flatten_time_step(self._env.reset())
+                flat = self._flatten_time_step(self._env.reset())
+                if self._check_finite:
+                    self._check_flat_finite(flat, 'reset')
+                return flat
         except Exception as e:
             self.last_error = e
             raise
@@ -462,6 +633,25 @@ class TFPyEnvironment(TFEnvironment):
     def render(self) -> Optional[np.ndarray]:
         """Environment 0's frame ([H, W, 3] uint8 numpy) or ``None``."""
         return self._env.render()
+
+    def checkpoint_state(self) -> Optional[Any]:
+        """The wrapped environment's state, when it can give it.
+
+        A ``PyEnvironment`` that defines ``get_state()`` (returning a
+        JSON-serializable value) and ``set_state(value)`` (e.g. the
+        ``suite_unittest`` environments) is checkpointed through them;
+        others (gymnasium environments, whose state cannot be saved in
+        general) give ``None``: a resumed run resets them.
+
+        Returns:
+            A trackable (the same object on every call), or ``None``.
+        """
+        if not (callable(getattr(self._env, 'get_state', None))
+                and callable(getattr(self._env, 'set_state', None))):
+            return None
+        if self._state is None:
+            self._state = _PyEnvironmentState(self._env, self._lock)
+        return self._state
 
     def close(self) -> None:
         """Closes the wrapped ``PyEnvironment``."""

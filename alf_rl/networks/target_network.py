@@ -7,7 +7,7 @@ follow the online network only through an explicit update (e.g.
 ``alf_rl.ops.target_ops.soft_update``).
 """
 
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import tensorflow as tf
 
@@ -55,8 +55,12 @@ class PeriodicSoftUpdate(tf.Module):
         period: update every this many calls (1: every call).
     """
 
-    def __init__(self, target_variables, source_variables, tau=0.005,
-                 period=1, name='PeriodicSoftUpdate'):
+    def __init__(self,
+                 target_variables: Sequence[tf.Variable],
+                 source_variables: Sequence[tf.Variable],
+                 tau: float = 0.005,
+                 period: int = 1,
+                 name: str = 'PeriodicSoftUpdate'):
         super().__init__(name=name)
         if not 0.0 < tau <= 1.0:
             raise ValueError("tau must be in (0, 1], got %s" % tau)
@@ -70,8 +74,12 @@ class PeriodicSoftUpdate(tf.Module):
                                   name='count')
         soft_update(self._targets, self._sources, 1.0)
 
-    def __call__(self):
-        """Counts one call and updates when the period is reached."""
+    def __call__(self) -> Optional[tf.Operation]:
+        """Counts one call and updates when the period is reached.
+
+        Returns:
+            The grouped update op in graph mode (None eagerly with period 1).
+        """
         self._count.assign_add(1)
         if self._period == 1:
             return soft_update(self._targets, self._sources, self._tau)

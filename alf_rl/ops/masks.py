@@ -4,14 +4,14 @@ Notation: ``x_t`` a per-step quantity, ``m_t`` in {0, 1} (or a weight >= 0)
 whether step t counts.
 """
 
-from typing import Optional
+from typing import Any, Optional
 
 import tensorflow as tf
 
 from alf_rl.data_structures import LossInfo
 
 
-def is_unset(x) -> bool:
+def is_unset(x: Any) -> bool:
     """Whether ``x`` is ``()``, the value of an unset ``LossInfo`` field."""
     return isinstance(x, tuple) and x == ()
 

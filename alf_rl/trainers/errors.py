@@ -29,7 +29,11 @@ class TrainingError(RuntimeError):
     Attributes:
         kind: ``'non_finite_loss'``, ``'environment'`` (subclasses) or
             ``'training'``.
-        iteration, last_iteration, message: as given.
+        iteration, last_iteration, message: as given (``message`` then
+            ends with the trainer's checkpoint note).
+        checkpoint: the prefix of the checkpoint the trainer wrote (or
+            found current) before raising, or None when it wrote none (the
+            message says why).
     """
 
     kind = 'training'
@@ -41,12 +45,29 @@ class TrainingError(RuntimeError):
         self.iteration = int(iteration)
         self.last_iteration = int(iteration if last_iteration is None else
                                   last_iteration)
+        self.checkpoint = None
+
+    def add_checkpoint_note(self, note: str,
+                            checkpoint: Optional[str] = None) -> None:
+        """Appends what the trainer checkpointed (or why it did not) to the
+        one-line message.
+
+        Args:
+            note: one sentence, e.g. ``'A checkpoint was written at
+                iteration 12 (...)'``.
+            checkpoint: the checkpoint prefix written, or None.
+        """
+        end = '' if self.message.rstrip().endswith('.') else '.'
+        self.message = '%s%s %s' % (self.message.rstrip(), end, note)
+        self.args = (self.message, )
+        self.checkpoint = checkpoint
 
 
 class NonFiniteLossError(TrainingError):
     """A loss was NaN or Inf (``tf.debugging.check_numerics`` fired).
 
-    No checkpoint was written for the failed iteration.
+    When ``update_applied`` is False the model is as the previous iteration
+    left it, and the trainer checkpoints it before raising.
 
     Args:
         message, iteration, last_iteration: see ``TrainingError``.
@@ -171,6 +192,5 @@ def training_error_from(error: tf.errors.OpError, iteration: int,
     applied = ("the XLA-compiled update was already applied"
                if fields['update_applied'] else "no update was applied")
     return NonFiniteLossError(
-        "training stopped %s: non-finite loss (%s); %s and no checkpoint "
-        "was written for this iteration." %
+        "training stopped %s: non-finite loss (%s); %s." %
         (where, fields['detail'][:500], applied), iteration, last, **fields)

@@ -70,7 +70,13 @@ class OffPolicyTrainer(Trainer):
                                    use_tf_functions=c.use_tf_functions,
                                    jit_compile=c.jit_compile)
 
-    def _check_batch_sizes(self, batch_size):
+    def _check_batch_sizes(self, batch_size: int) -> None:
+        """Refuses, in one line each, mini-batch settings that cannot work
+        with B = ``batch_size`` environments: more sequences than one
+        iteration collects (one-time replay), sequences longer than the
+        buffer keeps per environment, or more sequences per batch than a
+        full buffer holds (uniform replay draws with replacement and would
+        repeat them)."""
         c = self._config
         bootstraps = self._algorithm.last_row_only_bootstraps
         if c.clear_replay_buffer:
@@ -94,6 +100,19 @@ class OffPolicyTrainer(Trainer):
                     "mini_batch_length %d exceeds the replay buffer's %d "
                     "steps per environment (capacity %d over %d envs)" %
                     (length, per_env, c.replay_buffer_capacity, batch_size))
+            # Uniform sampling draws with replacement, so a larger batch
+            # "works" but repeats sequences in every update, even once the
+            # buffer is full: refuse it.
+            distinct = batch_size * (per_env - length + 1)
+            if c.mini_batch_size > distinct:
+                raise ValueError(
+                    "TrainerConfig.mini_batch_size %d is larger than the "
+                    "replay buffer can ever hold: replay_buffer_capacity %d "
+                    "over %d envs keeps %d steps per env, %d distinct "
+                    "sequences of length %d; lower mini_batch_size or raise "
+                    "replay_buffer_capacity" %
+                    (c.mini_batch_size, c.replay_buffer_capacity, batch_size,
+                     per_env, distinct, length))
             if c.prioritized_replay and not self._gives_priorities():
                 raise ValueError(
                     "TrainerConfig.prioritized_replay needs %s.calc_priority "
@@ -130,7 +149,11 @@ class OffPolicyTrainer(Trainer):
                 (length, name, shapes, self._config.unroll_length))
 
     def _checkpoint_objects(self):
-        return {'replayer': self._replayer}
+        """The base trainer's objects and the replayer (buffer and sampler
+        state)."""
+        objects = super()._checkpoint_objects()
+        objects['replayer'] = self._replayer
+        return objects
 
     def _train(self):
         c = self._config

@@ -21,17 +21,23 @@ From Python, build the pieces and hand them over (no gin needed)::
 ``create_environment`` with gin. See ``examples/python/``.
 
 Outputs under ``root_dir``: ``train/`` and ``eval/`` event files, ``ckpt/``
-checkpoints, ``config.gin``.
+checkpoints, ``config.gin``, and ``.alf_rl.lock``: ``train()`` holds an
+exclusive lock on the directory (one run at a time; see
+``alf_rl.utils.checkpoint.RunDirLock``). Building a trainer writes nothing
+there.
 
 A run that cannot go on raises a ``TrainingError`` with fields
 (``NonFiniteLossError``, ``EnvironmentStepError``); its text is one line
 for the user.
 """
 
+import glob
 import os
 import sys
+import tempfile
 import threading
 import time
+import typing
 from typing import Any, Callable, Dict, Optional, Union
 
 import gin
@@ -41,10 +47,14 @@ import tensorflow as tf
 from alf_rl.drivers.evaluation_driver import EvaluationDriver
 from alf_rl.environments.tf_environment import TFEnvironment
 from alf_rl.environments.utils import create_environment
-from alf_rl.trainers.errors import EnvironmentStepError, training_error_from
+from alf_rl.specs import add_outer_dims
+from alf_rl.trainers.errors import (EnvironmentStepError, NonFiniteLossError,
+                                    TrainingError, training_error_from)
 from alf_rl.utils import summary as summary_utils
-from alf_rl.utils.checkpoint import Checkpointer
-from alf_rl.utils.common import set_random_seed
+from alf_rl.utils.checkpoint import (Checkpointer, CheckpointSaveError,
+                                     NoUsableCheckpointError, RunDirError,
+                                     RunDirLock, describe_os_error)
+from alf_rl.utils.common import NestState, set_random_seed
 
 # A ``TFEnvironment``, or a factory ``(seed: int) -> TFEnvironment``.
 EnvSource = Union[TFEnvironment, Callable[[int], TFEnvironment]]
@@ -115,6 +125,19 @@ class TrainerConfig(object):
             first call runs one iteration (tracing is timed separately).
         call_target_secs: the wall-clock a call aims at with
             ``iterations_per_call='auto'``.
+        fresh_start: start from iteration 0 when ``root_dir/ckpt`` holds
+            checkpoints of which none is usable (all corrupt, moved aside
+            as ``ckpt-<step>.corrupt``); without it such a run refuses to
+            start. No effect when a usable checkpoint exists (the run
+            resumes from it) or there is none at all. ``alf-train
+            --fresh_start`` sets it.
+
+    Raises:
+        TypeError: a numeric, boolean or string setting of the wrong type,
+            naming the binding, the value and the expected type
+            (``TrainerConfig.num_iterations: expected an int, got 'ten'
+            (str)``); floats are refused where ints are expected.
+        ValueError: a setting out of its range.
     """
 
     def __init__(self,
@@ -145,20 +168,10 @@ class TrainerConfig(object):
                  prioritized_replay: bool = False,
                  stop_at_average_return: Optional[float] = None,
                  iterations_per_call: Union[int, str] = 'auto',
-                 call_target_secs: float = 0.2):
-        if algorithm_ctor is None:
-            raise ValueError("TrainerConfig.algorithm_ctor is required, e.g. "
-                             "TrainerConfig.algorithm_ctor=@ActorCriticAlgorithm")
-        if not root_dir:
-            raise ValueError("TrainerConfig.root_dir is required")
-        if num_iterations <= 0 and num_env_steps <= 0:
-            raise ValueError("set num_iterations or num_env_steps > 0 (got "
-                             "%s and %s)" % (num_iterations, num_env_steps))
-        for name in ('unroll_length', 'eval_interval', 'num_eval_episodes',
-                     'checkpoint_interval', 'summary_interval'):
-            if int(locals()[name]) < 1:
-                raise ValueError("TrainerConfig.%s must be >= 1, got %s" %
-                                 (name, locals()[name]))
+                 call_target_secs: float = 0.2,
+                 fresh_start: bool = False):
+        _check_arg_types('TrainerConfig', TrainerConfig.__init__, locals())
+        _check_ranges(locals())
         self.root_dir = os.path.expanduser(root_dir)
         self.trainer = trainer
         self.algorithm_ctor = algorithm_ctor
@@ -185,17 +198,96 @@ class TrainerConfig(object):
         self.replay_buffer_capacity = int(replay_buffer_capacity)
         self.clear_replay_buffer = clear_replay_buffer
         self.prioritized_replay = prioritized_replay
-        if iterations_per_call != 'auto' and (
-                not isinstance(iterations_per_call, int)
-                or iterations_per_call < 1):
-            raise ValueError("TrainerConfig.iterations_per_call must be an "
-                             "int >= 1 or 'auto', got %r" %
-                             (iterations_per_call, ))
-        if float(call_target_secs) <= 0:
-            raise ValueError("TrainerConfig.call_target_secs must be > 0, "
-                             "got %r" % (call_target_secs, ))
         self.iterations_per_call = iterations_per_call
         self.call_target_secs = float(call_target_secs)
+        self.fresh_start = fresh_start
+
+
+def _check_ranges(values: Dict[str, Any]) -> None:
+    """The value checks of ``TrainerConfig`` (its arguments, by name; types
+    already checked).
+
+    Raises:
+        ValueError: naming the setting, what it must be and what it is.
+    """
+    if values['algorithm_ctor'] is None:
+        raise ValueError("TrainerConfig.algorithm_ctor is required, e.g. "
+                         "TrainerConfig.algorithm_ctor=@ActorCriticAlgorithm")
+    if not values['root_dir']:
+        raise ValueError("TrainerConfig.root_dir is required")
+    if values['num_iterations'] <= 0 and values['num_env_steps'] <= 0:
+        raise ValueError("set num_iterations or num_env_steps > 0 (got "
+                         "%s and %s)" % (values['num_iterations'],
+                                         values['num_env_steps']))
+    for name in ('unroll_length', 'eval_interval', 'num_eval_episodes',
+                 'checkpoint_interval', 'summary_interval'):
+        if values[name] < 1:
+            raise ValueError("TrainerConfig.%s must be >= 1, got %s" %
+                             (name, values[name]))
+    calls = values['iterations_per_call']
+    if calls != 'auto' and (not _is_int(calls) or calls < 1):
+        raise ValueError("TrainerConfig.iterations_per_call: expected an "
+                         "int >= 1 or 'auto', got %r (%s)" %
+                         (calls, type(calls).__name__))
+    if values['call_target_secs'] <= 0:
+        raise ValueError("TrainerConfig.call_target_secs must be > 0, "
+                         "got %r" % (values['call_target_secs'], ))
+
+
+def _is_int(value: Any) -> bool:
+    """A Python or numpy integer, not a bool."""
+    return (isinstance(value, (int, np.integer))
+            and not isinstance(value, (bool, np.bool_)))
+
+
+def _is_number(value: Any) -> bool:
+    """An int or a float (Python or numpy), not a bool."""
+    return _is_int(value) or isinstance(value, (float, np.floating))
+
+
+# Annotation -> (check, what the message says was expected).
+_TYPE_CHECKS = {
+    int: (_is_int, 'an int'),
+    float: (_is_number, 'a number'),
+    bool: (lambda v: isinstance(v, (bool, np.bool_)), 'a bool'),
+    str: (lambda v: isinstance(v, (str, os.PathLike)), 'a string'),
+}
+
+
+def _check_arg_types(owner: str, fn: Callable[..., Any],
+                     values: Dict[str, Any]) -> None:
+    """Refuses numeric, boolean and string arguments of the wrong type.
+
+    Checks every parameter of ``fn`` annotated ``int``, ``float``, ``bool``
+    or ``str`` (or ``Optional`` of one): gin passes what a binding says,
+    and ``num_iterations='ten'`` would otherwise fail far away, while
+    ``2.5`` for an int would be truncated silently.
+
+    Args:
+        owner: the name in the message (``'TrainerConfig'``).
+        fn: the function whose annotations say the types.
+        values: argument name -> value (e.g. ``locals()``).
+
+    Raises:
+        TypeError: ``"TrainerConfig.num_iterations: expected an int, got
+            'ten' (str)"``.
+    """
+    hints = typing.get_type_hints(fn)
+    for name, value in values.items():
+        expected = hints.get(name)
+        optional = False
+        if typing.get_origin(expected) is Union:
+            args = typing.get_args(expected)
+            kinds = [a for a in args if a is not type(None)]
+            optional = len(kinds) < len(args)
+            expected = kinds[0] if len(kinds) == 1 else None
+        if expected not in _TYPE_CHECKS or (value is None and optional):
+            continue
+        check, what = _TYPE_CHECKS[expected]
+        if not check(value):
+            raise TypeError("%s.%s: expected %s%s, got %r (%s)" %
+                            (owner, name, what, ' or None' if optional else
+                             '', value, type(value).__name__))
 
 
 def _build_env(source: EnvSource, seed: int, name: str) -> TFEnvironment:
@@ -241,13 +333,41 @@ class _Run(object):
         self.first_iteration_secs = None
         self.secs_per_iteration = None
         self.last_eval = {}
+        # (wall-clock, fraction of the run done) at the end of the first
+        # call: the ETA extrapolates from there (steady state only).
+        self.steady_start = None
 
-    def record_call(self, now: float, call_start: float, iterations: int):
-        """Updates the timings after a call that ran ``iterations``."""
+    def record_call(self, now: float, call_start: float, iterations: int,
+                    fraction_done: float):
+        """Updates the timings after a call that ran ``iterations``.
+
+        Args:
+            now: ``time.time()`` at the end of the call.
+            call_start: ``time.time()`` at its start.
+            iterations: iterations it ran.
+            fraction_done: the run's progress after it, in [0, 1].
+        """
         if self.first_iteration_secs is None:
             self.first_iteration_secs = now - self.start_time
+            self.steady_start = (now, fraction_done)
         else:
             self.secs_per_iteration = (now - call_start) / max(iterations, 1)
+
+    def eta_secs(self, now: float, fraction_done: float) -> Optional[float]:
+        """Seconds left at this process's steady-state rate: the progress
+        made since its first (tracing) call over the time it took. None
+        until that is measurable or once done.
+
+        Args:
+            now: ``time.time()``.
+            fraction_done: the run's progress now, in [0, 1].
+        """
+        if self.steady_start is None or not 0 <= fraction_done < 1:
+            return None
+        t0, f0 = self.steady_start
+        if fraction_done <= f0 or now <= t0:
+            return None
+        return (1 - fraction_done) * (now - t0) / (fraction_done - f0)
 
 
 class _Writers(object):
@@ -255,11 +375,15 @@ class _Writers(object):
 
     def __init__(self, root_dir: str, flush_secs: float, evaluate: bool):
         flush_millis = int(flush_secs * 1000)
-        self.train = tf.summary.create_file_writer(
-            os.path.join(root_dir, 'train'), flush_millis=flush_millis)
-        self.eval = (tf.summary.create_file_writer(
-            os.path.join(root_dir, 'eval'), flush_millis=flush_millis)
-                     if evaluate else None)
+        try:
+            self.train = tf.summary.create_file_writer(
+                os.path.join(root_dir, 'train'), flush_millis=flush_millis)
+            self.eval = (tf.summary.create_file_writer(
+                os.path.join(root_dir, 'eval'), flush_millis=flush_millis)
+                         if evaluate else None)
+        except tf.errors.OpError as e:
+            raise RunDirError(describe_os_error(
+                root_dir, OSError(' '.join(e.message.split())))) from None
 
     def flush(self):
         """Flushes both writers."""
@@ -316,7 +440,10 @@ class Trainer(object):
                 config.num_eval_episodes)
         self._config = config
         self._root_dir = config.root_dir
-        os.makedirs(self._root_dir, exist_ok=True)
+        # Nothing is written under root_dir before train() takes its lock:
+        # a trainer that fails to build (unknown env...) leaves no trace.
+        self._lock = RunDirLock(self._root_dir)
+        self._saved_iteration = None  # the iteration of the newest save
         self._seed = set_random_seed(config.random_seed)
         self._env = (create_environment(seed=self._seed) if env is None else
                      _build_env(env, self._seed, 'env'))
@@ -426,8 +553,53 @@ class Trainer(object):
         return max(n, 1)
 
     def _checkpoint_objects(self):
-        """Extra trackable objects to checkpoint (e.g. a replay buffer)."""
-        return {}
+        """Trackable objects checkpointed besides the algorithm, metrics,
+        iteration and optimizers: what a resumed run needs to continue as
+        the uninterrupted one would.
+
+        - ``rng``: the global ``tf.random.Generator`` that
+          ``make_stateless_seed`` draws from (set by ``set_random_seed`` in
+          ``__init__``; restoring assigns its state variable, which the
+          compiled functions captured).
+        - ``eval_rng``: the evaluation's own generator (a placeholder
+          without evaluation, so that the checkpoint's layout does not
+          depend on ``evaluate``).
+        - ``env_state`` and ``driver_state``, when the training environment
+          can save its state (``env.checkpoint_state()``: ``suite_tf``,
+          ``suite_unittest``): the environment's state and the driver's
+          last ``TimeStep`` and policy state. Other environments (gymnasium)
+          are reset after a resume: their episodes restart.
+
+        Subclasses add theirs (e.g. a replay buffer) to this dict.
+        """
+        objects = {
+            'rng': tf.random.get_global_generator(),
+            'eval_rng': (self._evaluator.generator if self._evaluator
+                         is not None else tf.random.Generator.from_seed(0)),
+        }
+        env_state = self._env.checkpoint_state()
+        if env_state is not None:
+            driver = self._driver
+            batch = self._env.batch_size
+            # The nest types the driver keeps (lists stay lists: a restored
+            # state must not retrace the compiled iteration).
+            initial_state = self._algorithm.get_initial_rollout_state(batch)
+            spec = (add_outer_dims(self._env.time_step_spec(), [batch]),
+                    tf.nest.map_structure(
+                        lambda x: tf.TensorSpec(x.shape, x.dtype),
+                        initial_state))
+
+            def _get():
+                if driver._time_step is None:
+                    return None
+                return driver._time_step, driver._policy_state
+
+            def _set(value):
+                driver._time_step, driver._policy_state = value
+
+            objects['env_state'] = env_state
+            objects['driver_state'] = NestState(spec, _get, _set)
+        return objects
 
     # ------------------------------------------------------------ helpers
     @property
@@ -471,9 +643,14 @@ class Trainer(object):
     def _write_config(self):
         path = os.path.join(self._root_dir, 'config.gin')
         tmp = path + '.tmp'
-        with open(tmp, 'w') as f:
-            f.write(gin.operative_config_str())
-        os.replace(tmp, path)
+        try:
+            with open(tmp, 'w') as f:
+                f.write(gin.operative_config_str())
+            os.replace(tmp, path)
+        except OSError as e:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+            raise RunDirError(describe_os_error(path, e)) from None
 
     def _metric_scalars(self):
         return {
@@ -508,6 +685,13 @@ class Trainer(object):
     def train(self) -> Dict[str, Any]:
         """Trains until ``num_iterations`` or ``num_env_steps``; resumable.
 
+        Holds the run directory's lock (``RunDirLock``) while it runs.
+        Resumes from the newest checkpoint that reads back completely
+        (corrupt newer ones are moved aside and reported; see
+        ``Checkpointer.restore``); summaries that an interrupted run wrote
+        after that checkpoint are removed from the event files first, so
+        TensorBoard shows one value per step.
+
         Returns:
             dict of final metric values (``'Metrics/...'``), plus the last
             evaluation under ``'eval/...'`` when evaluating, ``iterations``,
@@ -518,31 +702,153 @@ class Trainer(object):
 
         Raises:
             TrainingError: a ``NonFiniteLossError`` or an
-                ``EnvironmentStepError``; no checkpoint is written for the
-                failed call.
+                ``EnvironmentStepError``. A checkpoint is written first when
+                the model is still good (its message says so, and
+                ``error.checkpoint`` is its prefix); when the update with
+                the bad loss was already applied it is not, and the message
+                says why.
+            RunDirLockedError: another process trains in ``root_dir``.
+            RunDirError: ``root_dir`` cannot be written (e.g. a full disk:
+                ``CheckpointSaveError``, the last good checkpoint kept).
+            NoUsableCheckpointError: checkpoints are on disk and none reads
+                back, and ``config.fresh_start`` is False.
+            CheckpointError: the checkpoint does not match the model.
         """
-        self._restore()
+        self._lock.acquire()
+        try:
+            return self._train_locked()
+        finally:
+            self._lock.release()
+
+    def _train_locked(self):
+        self._checkpointer.remove_stale_temporaries()
+        restored = self._restore()
+        self._drop_orphaned_summaries(restored)
         writers = _Writers(self._root_dir, self._config.summaries_flush_secs,
                            self._config.evaluate)
         self._write_config()
         run = _Run(time.time(), self._env_steps())
         try:
             while not self._done() and not _STOP_REQUESTED.is_set():
-                loss_info, now = self._run_call(run)
+                try:
+                    loss_info, now = self._run_call(run)
+                except TrainingError as error:
+                    writers.flush()
+                    self._checkpoint_after_error(error)
+                    raise
                 self._after_call(run, loss_info, now, writers)
             self._report_progress(run)
-            self._checkpointer.save(int(self._iteration.numpy()))
+            self._save(int(self._iteration.numpy()), writers)
         finally:
             writers.flush()
         return self._result(run)
 
     def _restore(self):
-        """Restores the newest checkpoint, if any, and says so."""
-        restored = self._checkpointer.restore()
+        """Restores the newest usable checkpoint, if any, and says so.
+
+        Returns:
+            the prefix restored, or None (starting from iteration 0).
+        """
+        try:
+            restored = self._checkpointer.restore(move_corrupt=True)
+        except NoUsableCheckpointError:
+            if not self._config.fresh_start:
+                raise
+            kept = sorted(n for n in os.listdir(self._checkpointer.directory)
+                          if '.corrupt' in n)
+            print("alf_rl: fresh_start: no usable checkpoint in %s (kept: "
+                  "%s); starting from iteration 0" %
+                  (self._checkpointer.directory, ', '.join(kept) or 'none'),
+                  file=sys.stderr, flush=True)
+            return None
         if restored:
-            print("alf_rl: resumed from %s at iteration %d, %d env steps" %
-                  (restored, int(self._iteration.numpy()), self._env_steps()),
-                  flush=True)
+            self._saved_iteration = int(self._iteration.numpy())
+            print("alf_rl: resumed from %s at iteration %d, %d env steps%s" %
+                  (restored, self._saved_iteration, self._env_steps(),
+                   ' (fresh_start has no effect: this checkpoint is usable)'
+                   if self._config.fresh_start else ''), flush=True)
+        return restored
+
+    def _drop_orphaned_summaries(self, restored):
+        """Removes from ``train/`` and ``eval/`` the summaries written after
+        the checkpoint being resumed from (all of them when starting from
+        iteration 0): the iterations they describe run again, and
+        TensorBoard would otherwise show two values for their steps.
+
+        Same effect as TensorBoard's purge on a restart (``SessionLog.START``)
+        but for every series: the ``Metrics_vs_EnvironmentSteps`` series are
+        indexed by env steps, which a purge by iteration would wipe.
+
+        Args:
+            restored: the checkpoint prefix restored, or None.
+        """
+        after = (self._checkpointer.saved_wall_time(restored)
+                 if restored else None)
+        for sub in ('train', 'eval'):
+            for path in sorted(glob.glob(os.path.join(self._root_dir, sub,
+                                                      '*tfevents*'))):
+                # mtime may be a clock tick behind the last write: a margin.
+                if after is not None and os.path.getmtime(path) < after - 1:
+                    continue
+                dropped = _drop_summaries_after(path, after)
+                if dropped:
+                    print("alf_rl: TensorBoard: removed %d summaries written "
+                          "after %s from %s (their iterations run again)" %
+                          (dropped, 'the checkpoint' if restored else
+                           'the start (no checkpoint)', path),
+                          file=sys.stderr, flush=True)
+
+    def _save(self, iteration, writers):
+        """Checkpoints ``iteration`` (unless it is the newest save), after
+        flushing the summaries written so far (a kill then loses at most
+        what came after the checkpoint)."""
+        if iteration == self._saved_iteration:
+            return
+        writers.flush()
+        self._checkpointer.save(iteration)
+        self._saved_iteration = iteration
+
+    def _checkpoint_after_error(self, error):
+        """Writes a checkpoint before a ``TrainingError`` ends the run when
+        the model state is still good, and adds to the error's message what
+        was (or why nothing was) written."""
+        it = int(self._iteration.numpy())
+        last = self._checkpointer.latest_path()
+        last_good = ('the last good checkpoint is %s' % last if last else
+                     'there is no earlier checkpoint')
+        path = None
+        if isinstance(error, NonFiniteLossError) and error.update_applied:
+            note = ("No checkpoint was written: the update with the "
+                    "non-finite loss was already applied (XLA), so the model "
+                    "may hold NaN/Inf values; %s." % last_good)
+        elif it == 0:
+            note = "No checkpoint was written: no iteration had completed."
+        elif (bad := self._non_finite_variable()) is not None:
+            note = ("No checkpoint was written: the model variable %s holds "
+                    "non-finite values; %s." % (bad, last_good))
+        elif it == self._saved_iteration:
+            path = last
+            note = ("The checkpoint of iteration %d (%s) is current: rerun "
+                    "the same command to resume from it." % (it, path))
+        else:
+            try:
+                path = self._checkpointer.save(it)
+                self._saved_iteration = it
+                note = ("A checkpoint was written at iteration %d (%s): "
+                        "rerun the same command to resume from it." %
+                        (it, path))
+            except CheckpointSaveError as e:
+                note = "Writing a checkpoint failed too: %s." % e
+        error.add_checkpoint_note(note, path)
+
+    def _non_finite_variable(self):
+        """The name of the first model variable holding NaN or Inf, or
+        None (then the model is fit to checkpoint)."""
+        for v in getattr(self._algorithm, 'variables', ()):
+            if v.dtype.is_floating and not bool(
+                    tf.reduce_all(tf.math.is_finite(v))):
+                return v.name
+        return None
 
     def _run_call(self, run):
         """One compiled call of one or more training iterations.
@@ -574,7 +880,7 @@ class Trainer(object):
             raise error from cause
         self._iteration.assign_add(done)
         now = time.time()
-        run.record_call(now, call_start, done)
+        run.record_call(now, call_start, done, self._fraction_done())
         return loss_info, now
 
     def _after_call(self, run, loss_info, now, writers):
@@ -588,7 +894,7 @@ class Trainer(object):
         if c.evaluate and it % c.eval_interval == 0:
             run.last_eval = self._evaluate_and_write(it, writers.eval)
         if it % c.checkpoint_interval == 0:
-            self._checkpointer.save(it)
+            self._save(it, writers)
         if now - run.last_report >= c.progress_interval_secs:
             self._report_progress(run)
             run.last_report = now
@@ -637,13 +943,9 @@ class Trainer(object):
         elapsed = max(time.time() - run.start_time, 1e-9)
         steps = self._env_steps()
         rate = (steps - run.start_steps) / elapsed
-        frac = self._fraction_done()
-        eta = ''
-        if 0 < frac < 1 and steps > run.start_steps:
-            # Fraction of the run done in this process, extrapolated.
-            done_here = frac - 0 if run.start_steps == 0 else frac
-            remaining = elapsed * (1 - frac) / max(done_here, 1e-9)
-            eta = ' | ETA %s' % _format_secs(remaining)
+        remaining = run.eta_secs(time.time(), self._fraction_done())
+        eta = '' if remaining is None else ' | ETA %s' % _format_secs(
+            remaining)
         last_eval = run.last_eval
         line = ("iter %d | env steps %d | %.0f steps/s | AverageReturn %.2f"
                 "%s%s" % (int(self._iteration.numpy()), steps, rate,
@@ -653,7 +955,7 @@ class Trainer(object):
                           if last_eval else '', eta))
         print(line, file=sys.stdout, flush=True)
 
-    def close(self):
+    def close(self) -> None:
         """Closes the environments (also those passed in)."""
         self._env.close()
         if self._eval_env is not None:
@@ -663,7 +965,7 @@ class Trainer(object):
 _STOP_REQUESTED = threading.Event()
 
 
-def request_stop():
+def request_stop() -> None:
     """Asks a running ``Trainer.train`` to stop after its current call.
 
     Safe to call from a signal handler (``alf-train`` calls it on the first
@@ -678,3 +980,46 @@ def request_stop():
 def _format_secs(secs):
     secs = int(secs)
     return '%d:%02d:%02d' % (secs // 3600, secs % 3600 // 60, secs % 60)
+
+
+def _drop_summaries_after(path: str, wall_time: Optional[float]) -> int:
+    """Rewrites an event file without its summaries stamped after
+    ``wall_time`` (all of them when it is None); other events (the file
+    version header) are kept. A record cut short by a kill is dropped.
+
+    Args:
+        path: an ``events.out.tfevents.*`` file (TFRecords of ``Event``).
+        wall_time: ``time.time()`` of the checkpoint resumed from, or None.
+
+    Returns:
+        the number of summary events removed (the file is untouched when
+        there are none and nothing was cut short).
+    """
+    from tensorflow.core.util import event_pb2
+    kept, dropped, truncated = [], 0, False
+    try:
+        for record in tf.data.TFRecordDataset(path):
+            raw = record.numpy()
+            event = event_pb2.Event.FromString(raw)
+            if event.HasField('summary') and (wall_time is None or
+                                              event.wall_time > wall_time):
+                dropped += 1
+            else:
+                kept.append(raw)
+    except tf.errors.DataLossError:
+        truncated = True
+    if not dropped and not truncated:
+        return 0
+    # Not named '*tfevents*' while being written: TensorBoard reads those.
+    fd, tmp = tempfile.mkstemp(prefix='.tmp-events-',
+                               dir=os.path.dirname(path))
+    os.close(fd)
+    try:
+        with tf.io.TFRecordWriter(tmp) as writer:
+            for raw in kept:
+                writer.write(raw)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return dropped

@@ -4,8 +4,10 @@ Everything here runs inside ``tf.function``/``tf.while_loop`` as well as
 eagerly.
 """
 
+import contextlib
+import hashlib
 import random
-from typing import Any, Callable, Iterable, Optional, Tuple, Union
+from typing import Any, Callable, Iterable, Iterator, Optional, Tuple, Union
 
 import numpy as np
 import tensorflow as tf
@@ -55,18 +57,83 @@ def set_random_seed(seed: Optional[int]) -> int:
     return seed
 
 
-def make_stateless_seed() -> tf.Tensor:
+def make_stateless_seed(
+        generator: Optional[tf.random.Generator] = None) -> tf.Tensor:
     """A [2] int32 seed tensor for stateless sampling.
 
-    Drawn from the global ``tf.random.Generator``, whose state is a variable:
-    the sequence of seeds is the same eagerly and inside a ``tf.function``.
+    Drawn from ``generator`` or else the global ``tf.random.Generator``,
+    whose state is a variable: the sequence of seeds is the same eagerly and
+    inside a ``tf.function``. A ``tf.function`` captures the generator that
+    is global when it is traced (see ``using_global_generator``); restoring
+    that generator's state from a checkpoint (it is a trackable, its state a
+    variable assigned in place) also resets what such a function draws.
+
+    Args:
+        generator: the generator to draw from; ``None`` for the global one.
 
     Returns:
         [2] int32 tensor, each entry in ``[0, 2**31 - 2]``.
     """
-    seed = tf.random.get_global_generator().make_seeds(1)[:, 0]
+    if generator is None:
+        generator = tf.random.get_global_generator()
+    seed = generator.make_seeds(1)[:, 0]
     # TFP's stateless samplers take int32 seeds.
     return tf.cast(seed % (2**31 - 1), tf.int32)
+
+
+@contextlib.contextmanager
+def using_global_generator(
+        generator: tf.random.Generator) -> Iterator[tf.random.Generator]:
+    """Makes ``generator`` the global generator inside a ``with`` block.
+
+    Code that draws from the global generator (``make_stateless_seed()``)
+    draws from ``generator`` instead while the block runs, and a
+    ``tf.function`` traced inside the block keeps drawing from
+    ``generator`` at every later call, inside the block or not (the
+    generator is captured at trace time; TensorFlow's
+    ``set_global_generator`` caveat). So run a compiled function that should
+    use its own random numbers (e.g. evaluation) always inside such a block,
+    and trace it there first; the previous global generator is untouched
+    and comes back on exit, also after an exception.
+
+    Args:
+        generator: a ``tf.random.Generator``.
+
+    Yields:
+        ``generator``.
+
+    Raises:
+        TypeError: if ``generator`` is not a ``tf.random.Generator``.
+    """
+    if not isinstance(generator, tf.random.Generator):
+        raise TypeError("using_global_generator: expected a "
+                        "tf.random.Generator, got %s" %
+                        type(generator).__name__)
+    previous = tf.random.get_global_generator()
+    tf.random.set_global_generator(generator)
+    try:
+        yield generator
+    finally:
+        tf.random.set_global_generator(previous)
+
+
+def derive_seed(salt: int) -> int:
+    """An int seed determined by the global generator's state and ``salt``.
+
+    Reads the global generator's state without drawing from it, so creating
+    a generator from this seed (e.g. the evaluation driver's own) leaves the
+    global sequence, and hence a seeded training run, unchanged; under a
+    fixed ``set_random_seed`` the result is fixed too.
+
+    Args:
+        salt: int distinguishing the users of derived seeds.
+
+    Returns:
+        int in ``[0, 2**63)``.
+    """
+    state = tf.random.get_global_generator().state.numpy()
+    digest = hashlib.sha256(state.tobytes() + b'/%d' % int(salt)).digest()
+    return int.from_bytes(digest[:8], 'little') >> 1
 
 
 def valid_step_mask(step_type: tf.Tensor) -> tf.Tensor:
@@ -195,3 +262,49 @@ def ou_noise_state_spec(action_spec: Nest) -> Nest:
     """
     return tf.nest.map_structure(lambda s: tf.TensorSpec(s.shape, tf.float32),
                                  action_spec)
+
+
+class NestState(tf.__internal__.tracking.Trackable):
+    """Checkpoints a nest of tensors held outside variables.
+
+    For state a Python object keeps in attributes between compiled calls,
+    e.g. a driver's last ``TimeStep`` and policy state: writing a checkpoint
+    saves ``get_fn()``, restoring one calls ``set_fn`` with the saved nest.
+    (Variables are checkpointed directly; this is for the rest.)
+
+    Args:
+        spec: nest of ``tf.TensorSpec`` with full shapes (e.g. [B, ...]).
+        get_fn: ``() -> nest`` matching ``spec``, or ``None`` when there is
+            no state yet: then zeros are saved, marked empty, and restoring
+            them does not call ``set_fn``.
+        set_fn: ``(nest) -> None``, called eagerly while restoring.
+    """
+
+    def __init__(self, spec: Nest, get_fn: Callable[[], Optional[Nest]],
+                 set_fn: Callable[[Nest], None]):
+        self._spec = spec
+        self._get_fn = get_fn
+        self._set_fn = set_fn
+
+    def _serialize_to_tensors(self):
+        value = self._get_fn()
+        with tf.init_scope():
+            if value is None:
+                flat = [tf.zeros(s.shape, s.dtype)
+                        for s in tf.nest.flatten(self._spec)]
+            else:
+                # Lists and tuples alike (e.g. an LSTM's state).
+                tf.nest.assert_same_structure(value, self._spec,
+                                              check_types=False)
+                flat = [tf.convert_to_tensor(x)
+                        for x in tf.nest.flatten(value)]
+            tensors = {'%d' % i: x for i, x in enumerate(flat)}
+            tensors['has_value'] = tf.constant(value is not None)
+        return tensors
+
+    def _restore_from_tensors(self, restored_tensors):
+        if not bool(restored_tensors['has_value']):
+            return
+        flat = [restored_tensors['%d' % i]
+                for i in range(len(tf.nest.flatten(self._spec)))]
+        self._set_fn(tf.nest.pack_sequence_as(self._spec, flat))

@@ -90,15 +90,21 @@ def test_mismatched_checkpoint_is_a_clear_error(tmp_path):
     assert open(os.path.join(root, 'ckpt', 'latest')).read() == 'ckpt-6'
 
 
-def test_corrupt_checkpoint_is_a_clear_error(tmp_path):
+def test_corrupt_checkpoints_are_a_clear_error(tmp_path):
     root = str(tmp_path / 'run')
     train(root, [EXAMPLE], SMALL)
-    data = glob.glob(os.path.join(root, 'ckpt', 'ckpt-6', 'ckpt.data*'))[0]
-    with open(data, 'r+b') as f:
-        f.truncate(10)
+    for step in (3, 6):
+        data = glob.glob(os.path.join(root, 'ckpt', 'ckpt-%d' % step,
+                                      'ckpt.data*'))[0]
+        with open(data, 'r+b') as f:
+            f.truncate(10)
     gin.clear_config()
-    with pytest.raises(CheckpointError, match='corrupt'):
+    with pytest.raises(CheckpointError,
+                       match='no usable checkpoint in .*ckpt-6.corrupt'):
         train(root, [EXAMPLE], SMALL + ['TrainerConfig.num_iterations=8'])
+    # Moved aside, not deleted.
+    assert sorted(os.listdir(os.path.join(root, 'ckpt'))) == [
+        'ckpt-3.corrupt', 'ckpt-6.corrupt', 'latest']
 
 
 def test_unknown_env_id(tmp_path):
@@ -128,6 +134,9 @@ def test_nan_loss_stops_with_iteration_and_loss_name(tmp_path):
     assert 'loss.td_loss' in error.components
     assert error.value in ('NaN', 'Inf') and not error.update_applied
     assert str(error) == error.message and '\n' not in str(error)
+    assert str(error).endswith('no update was applied. No checkpoint was '
+                               'written: no iteration had completed.')
+    assert error.checkpoint is None
 
 
 def _check_numerics_error(message, value=float('inf')):
@@ -159,8 +168,7 @@ def test_training_error_from_a_loss_check():
                             'values')
     assert str(error) == (
         'training stopped at iteration 4: non-finite loss (' + error.detail +
-        '); no update was applied and no checkpoint was written for this '
-        'iteration.')
+        '); no update was applied.')
 
 
 @pytest.mark.parametrize('where', ['XLA-compiled update',
@@ -176,7 +184,7 @@ def test_training_error_from_an_xla_loss_check(where):
     assert str(error).startswith(
         'training stopped in iterations 3-7: non-finite loss (loss of '
         'SacAlgorithm (%s) : Tensor had NaN values); the XLA-compiled '
-        'update was already applied and no checkpoint' % where)
+        'update was already applied.' % where)
 
 
 def test_training_error_from_an_environment_error():
@@ -236,7 +244,12 @@ def test_environment_error_stops_training_with_its_message(tmp_path):
     finally:
         trainer.close()
     error = raised.value
-    assert str(error) == 'training stopped at iteration 2: sensor unplugged'
+    # Iteration 1 completed: the model is good, so it is checkpointed.
+    path = os.path.join(str(tmp_path), 'ckpt', 'ckpt-1', 'ckpt')
+    assert str(error) == ('training stopped at iteration 2: sensor unplugged. '
+                          'A checkpoint was written at iteration 1 (%s): '
+                          'rerun the same command to resume from it.' % path)
+    assert error.checkpoint == path
     assert (error.kind, error.iteration) == ('environment', 2)
     assert isinstance(error.env_error, RuntimeError)
     assert error.__cause__ is error.env_error
