@@ -15,16 +15,18 @@ a TensorFlow ``InvalidArgumentError``.
 """
 
 import re
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
 from alf_rl.algorithms.algorithm import describe_returned
-from alf_rl.data_structures import LossInfo, PolicyStep, make_experience
+from alf_rl.data_structures import (LossInfo, PolicyStep, TimeStep,
+                                    make_experience)
 from alf_rl.metrics import default_metrics
 from alf_rl.ops import distributions as dist_ops
 from alf_rl.utils.common import loop_traced_once, reset_state_if_necessary
-from alf_rl.utils.nest import assert_same_structure, check_nest_matches_spec
+from alf_rl.utils.nest import (Nest, assert_same_structure,
+                               check_nest_matches_spec)
 
 
 def check_env_matches_algorithm(env: Any, algorithm: Any) -> None:
@@ -268,6 +270,22 @@ class Driver(object):
     def batch_size(self) -> int:
         """B, the number of environments stepped together."""
         return self._batch_size
+
+    @property
+    def loop_state(self) -> Optional[Tuple[TimeStep, Nest]]:
+        """``(time_step, policy_state)`` the next compiled call starts from
+        ([B, ...] leaves), or None before the first call/``reset``.
+
+        Checkpointed by the trainer for environments whose own state is
+        checkpointed (exact resume).
+        """
+        if self._time_step is None:
+            return None
+        return self._time_step, self._policy_state
+
+    @loop_state.setter
+    def loop_state(self, value: Tuple[TimeStep, Nest]) -> None:
+        self._time_step, self._policy_state = value
 
     def reset(self) -> None:
         """Resets the environment and the policy state (eagerly)."""

@@ -589,16 +589,12 @@ class Trainer(object):
                         lambda x: tf.TensorSpec(x.shape, x.dtype),
                         initial_state))
 
-            def _get():
-                if driver._time_step is None:
-                    return None
-                return driver._time_step, driver._policy_state
-
             def _set(value):
-                driver._time_step, driver._policy_state = value
+                driver.loop_state = value
 
             objects['env_state'] = env_state
-            objects['driver_state'] = NestState(spec, _get, _set)
+            objects['driver_state'] = NestState(
+                spec, lambda: driver.loop_state, _set)
         return objects
 
     # ------------------------------------------------------------ helpers
