@@ -11,16 +11,7 @@ from alf_rl.environments.batched_environment import BatchedPyEnvironment
 from alf_rl.environments.parallel_environment import (DEFAULT_STEP_TIMEOUT,
                                                       ParallelPyEnvironment)
 from alf_rl.environments.tf_environment import TFEnvironment, TFPyEnvironment
-
-
-def _is_int(value: Any) -> bool:
-    # bool is an int subclass, but True environments is a mistake.
-    return (isinstance(value, (int, np.integer))
-            and not isinstance(value, (bool, np.bool_)))
-
-
-def _is_number(value: Any) -> bool:
-    return _is_int(value) or isinstance(value, (float, np.floating))
+from alf_rl.utils.config_types import is_int, is_number
 
 
 def _check_argument(name: str, value: Any, expected: str, ok: bool) -> None:
@@ -43,12 +34,12 @@ def _check_arguments(env_name, num_parallel_environments, seed,
                      render_mode, backend, step_timeout, check_finite):
     """Type checks of ``create_environment``'s arguments (one line each)."""
     _check_argument('num_parallel_environments', num_parallel_environments,
-                    'an int >= 1', _is_int(num_parallel_environments))
+                    'an int >= 1', is_int(num_parallel_environments))
     if num_parallel_environments < 1:
         raise ValueError("create_environment.num_parallel_environments must "
                          "be >= 1, got %r" % (num_parallel_environments, ))
     _check_argument('seed', seed, 'an int or None', seed is None
-                    or _is_int(seed))
+                    or is_int(seed))
     _check_argument('use_subprocess', use_subprocess, 'a bool (True/False)',
                     isinstance(use_subprocess, (bool, np.bool_)))
     _check_argument('check_finite', check_finite, 'a bool (True/False)',
@@ -57,14 +48,14 @@ def _check_arguments(env_name, num_parallel_environments, seed,
                     callable(env_load_fn))
     _check_argument('max_episode_steps', max_episode_steps,
                     'an int or None', max_episode_steps is None
-                    or _is_int(max_episode_steps))
+                    or is_int(max_episode_steps))
     _check_argument('render_mode', render_mode, 'a str or None',
                     render_mode is None or isinstance(render_mode, str))
     _check_argument('backend', backend, "'gym' or 'tf'",
                     isinstance(backend, str))
     _check_argument('step_timeout', step_timeout,
                     'a number of seconds > 0 or None', step_timeout is None
-                    or (_is_number(step_timeout) and step_timeout > 0))
+                    or (is_number(step_timeout) and step_timeout > 0))
     if env_load_fn is suite_gym.load or getattr(env_load_fn, 'func',
                                                 None) is suite_gym.load:
         _check_argument('env_name', env_name, 'a gymnasium id (a str)',

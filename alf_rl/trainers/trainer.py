@@ -37,7 +37,6 @@ import sys
 import tempfile
 import threading
 import time
-import typing
 from typing import Any, Callable, Dict, Optional, Union
 
 import gin
@@ -51,6 +50,7 @@ from alf_rl.specs import add_outer_dims
 from alf_rl.trainers.errors import (EnvironmentStepError, NonFiniteLossError,
                                     TrainingError, training_error_from)
 from alf_rl.utils import summary as summary_utils
+from alf_rl.utils.config_types import check_arg_types, is_int
 from alf_rl.utils.checkpoint import (Checkpointer, CheckpointSaveError,
                                      NoUsableCheckpointError, RunDirError,
                                      RunDirLock, describe_os_error)
@@ -170,7 +170,7 @@ class TrainerConfig(object):
                  iterations_per_call: Union[int, str] = 'auto',
                  call_target_secs: float = 0.2,
                  fresh_start: bool = False):
-        _check_arg_types('TrainerConfig', TrainerConfig.__init__, locals())
+        check_arg_types('TrainerConfig', TrainerConfig.__init__, locals())
         _check_ranges(locals())
         self.root_dir = os.path.expanduser(root_dir)
         self.trainer = trainer
@@ -225,69 +225,13 @@ def _check_ranges(values: Dict[str, Any]) -> None:
             raise ValueError("TrainerConfig.%s must be >= 1, got %s" %
                              (name, values[name]))
     calls = values['iterations_per_call']
-    if calls != 'auto' and (not _is_int(calls) or calls < 1):
+    if calls != 'auto' and (not is_int(calls) or calls < 1):
         raise ValueError("TrainerConfig.iterations_per_call: expected an "
                          "int >= 1 or 'auto', got %r (%s)" %
                          (calls, type(calls).__name__))
     if values['call_target_secs'] <= 0:
         raise ValueError("TrainerConfig.call_target_secs must be > 0, "
                          "got %r" % (values['call_target_secs'], ))
-
-
-def _is_int(value: Any) -> bool:
-    """A Python or numpy integer, not a bool."""
-    return (isinstance(value, (int, np.integer))
-            and not isinstance(value, (bool, np.bool_)))
-
-
-def _is_number(value: Any) -> bool:
-    """An int or a float (Python or numpy), not a bool."""
-    return _is_int(value) or isinstance(value, (float, np.floating))
-
-
-# Annotation -> (check, what the message says was expected).
-_TYPE_CHECKS = {
-    int: (_is_int, 'an int'),
-    float: (_is_number, 'a number'),
-    bool: (lambda v: isinstance(v, (bool, np.bool_)), 'a bool'),
-    str: (lambda v: isinstance(v, (str, os.PathLike)), 'a string'),
-}
-
-
-def _check_arg_types(owner: str, fn: Callable[..., Any],
-                     values: Dict[str, Any]) -> None:
-    """Refuses numeric, boolean and string arguments of the wrong type.
-
-    Checks every parameter of ``fn`` annotated ``int``, ``float``, ``bool``
-    or ``str`` (or ``Optional`` of one): gin passes what a binding says,
-    and ``num_iterations='ten'`` would otherwise fail far away, while
-    ``2.5`` for an int would be truncated silently.
-
-    Args:
-        owner: the name in the message (``'TrainerConfig'``).
-        fn: the function whose annotations say the types.
-        values: argument name -> value (e.g. ``locals()``).
-
-    Raises:
-        TypeError: ``"TrainerConfig.num_iterations: expected an int, got
-            'ten' (str)"``.
-    """
-    hints = typing.get_type_hints(fn)
-    for name, value in values.items():
-        expected = hints.get(name)
-        optional = False
-        if typing.get_origin(expected) is Union:
-            args = typing.get_args(expected)
-            kinds = [a for a in args if a is not type(None)]
-            optional = len(kinds) < len(args)
-            expected = kinds[0] if len(kinds) == 1 else None
-        if expected not in _TYPE_CHECKS or (value is None and optional):
-            continue
-        check, what = _TYPE_CHECKS[expected]
-        if not check(value):
-            raise TypeError("%s.%s: expected %s%s, got %r (%s)" %
-                            (owner, name, what, ' or None' if optional else
-                             '', value, type(value).__name__))
 
 
 def _build_env(source: EnvSource, seed: int, name: str) -> TFEnvironment:

@@ -33,7 +33,8 @@ from alf_rl.environments.tf_environment import TFPyEnvironment
 from alf_rl.networks import ActorDistributionNetwork, ValueNetwork
 from alf_rl.trainers import OnPolicyTrainer, TrainerConfig
 from alf_rl.trainers.errors import EnvironmentStepError, NonFiniteLossError
-from alf_rl.trainers.trainer import _Run, _check_arg_types
+from alf_rl.trainers.trainer import _Run
+from alf_rl.utils.config_types import check_arg_types
 from alf_rl.utils.checkpoint import (Checkpointer, CheckpointError,
                                      CheckpointSaveError,
                                      NoUsableCheckpointError, RunDirError,
@@ -610,7 +611,7 @@ def test_every_int_setting_refuses_a_float_and_a_string(name):
     for value, shown in ((2.5, '2.5 (float)'), ('ten', "'ten' (str)"),
                          (True, 'True (bool)')):
         with pytest.raises(TypeError) as raised:
-            _check_arg_types('TrainerConfig', TrainerConfig.__init__,
+            check_arg_types('TrainerConfig', TrainerConfig.__init__,
                              {name: value})
         assert str(raised.value).startswith(
             'TrainerConfig.%s: expected an int' % name)
@@ -621,7 +622,7 @@ def test_every_int_setting_refuses_a_float_and_a_string(name):
 def test_every_float_and_bool_setting_refuses_a_string(name):
     with pytest.raises(TypeError, match=r"^TrainerConfig\.%s: expected a "
                        r"(number|bool)( or None)?, got 'x' \(str\)$" % name):
-        _check_arg_types('TrainerConfig', TrainerConfig.__init__,
+        check_arg_types('TrainerConfig', TrainerConfig.__init__,
                          {name: 'x'})
 
 
