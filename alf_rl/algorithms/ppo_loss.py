@@ -128,28 +128,6 @@ class PPOLoss(ActorCriticLoss):
         step = self._step_counter if self._step_counter is not None else 0
         return schedule_value(clip, step)
 
-    def log_importance_ratio(self, training_info: TrainingInfo,
-                             action_distribution: Any = None) -> tf.Tensor:
-        """``log pi(a_t|s_t) - log pi_old(a_t|s_t)`` of the actions taken.
-
-        Args:
-            training_info: ``TrainingInfo`` with [T, B] leaves;
-                ``rollout_info.action_distribution`` is ``pi_old`` (its
-                gradient is stopped).
-            action_distribution: nest of current distributions ``pi`` with
-                batch [T, B]; defaults to
-                ``training_info.info.action_distribution``.
-        Returns:
-            [T, B] float32, with gradient through ``pi``.
-        """
-        if action_distribution is None:
-            action_distribution = training_info.info.action_distribution
-        log_pi = dist_ops.log_prob(action_distribution, training_info.action)
-        old_log_pi = tf.stop_gradient(
-            dist_ops.log_prob(training_info.rollout_info.action_distribution,
-                              training_info.action))
-        return log_pi - old_log_pi
-
     def __call__(self,
                  training_info: TrainingInfo,
                  value: tf.Tensor,
