@@ -47,6 +47,7 @@ subtree. Target networks and their updaters (``TargetNetwork``,
 type, whatever attribute holds them.
 """
 
+import inspect
 from typing import Any, List, Optional, Tuple, Union
 
 import numpy as np
@@ -54,7 +55,7 @@ import tensorflow as tf
 
 from alf_rl.data_structures import Experience, LossInfo, TrainingInfo
 from alf_rl.networks.target_network import PeriodicSoftUpdate, TargetNetwork
-from alf_rl.ops.masks import is_unset, reduce_loss_info
+from alf_rl.ops.masks import is_unset, num_replicas, reduce_loss_info
 from alf_rl.specs import zeros_from_spec
 from alf_rl.utils.nest import Nest, flatten_with_path
 
@@ -393,6 +394,12 @@ class Algorithm(tf.Module):
         optimizer's gradients are clipped (if configured) and applied, under
         ``_should_apply``'s gate.
 
+        Inside ``strategy.run`` of a ``tf.distribute`` strategy with N > 1
+        replicas (``alf_rl.distributed.strategy``): the reduction is global
+        (``alf_rl.ops.masks``), each replica's gradients are its share,
+        summed across replicas before clipping, and applied to the
+        mirrored variables without a second aggregation.
+
         Args:
             tape: the tape that recorded the forward pass and ``loss_info``.
             loss_info: per-step ``LossInfo`` ([T, B] leaves) from
@@ -411,7 +418,8 @@ class Algorithm(tf.Module):
                 naming ``<class>.calc_loss``).
             ValueError: a per-step leaf's shape differs from
                 ``valid_masks``' (at trace time, naming the leaf, both
-                shapes and ``<class>.calc_loss``).
+                shapes and ``<class>.calc_loss``); a gated optimizer under
+                a strategy with several replicas.
         """
         self._check_loss_info(loss_info, valid_masks)
         with tape:
@@ -428,6 +436,13 @@ class Algorithm(tf.Module):
         all_grads_and_vars = []
         for optimizer, variables in self.get_optimizer_and_variable_sets():
             gate = self._should_apply(optimizer)
+            if gate is not True and num_replicas() > 1:
+                raise ValueError(
+                    "%s: a gated optimizer update (_should_apply, e.g. "
+                    "TD3's delayed actor) cannot run with %d tf.distribute "
+                    "replicas (a synchronization point inside tf.cond); "
+                    "train it with TrainerConfig.strategy=None" %
+                    (type(self).__name__, num_replicas()))
             if gate is True:
                 all_grads_and_vars.extend(
                     self._apply_gradients(tape, total, optimizer, variables))
@@ -486,8 +501,18 @@ class Algorithm(tf.Module):
         grads = tape.gradient(total, variables)
         grads_and_vars = [(g, v) for g, v in zip(grads, variables)
                           if g is not None]
-        grads_and_vars = self._clip(grads_and_vars)
-        optimizer.apply_gradients(grads_and_vars)
+        if num_replicas() == 1:
+            grads_and_vars = self._clip(grads_and_vars)
+            optimizer.apply_gradients(grads_and_vars)
+            return grads_and_vars
+        # Several replicas: sum their shares first, so that clipping sees
+        # the global gradient, then apply without a second aggregation.
+        grads = tf.distribute.get_replica_context().all_reduce(
+            tf.distribute.ReduceOp.SUM, [g for g, _ in grads_and_vars])
+        grads_and_vars = self._clip(
+            list(zip(grads, [v for _, v in grads_and_vars])))
+        optimizer.apply_gradients(grads_and_vars,
+                                  **_no_aggregation_kwarg(optimizer))
         return grads_and_vars
 
     def _clip(self, grads_and_vars):
@@ -499,6 +524,19 @@ class Algorithm(tf.Module):
         else:
             grads = [tf.clip_by_norm(g, self._gradient_clipping) for g in grads]
         return list(zip(grads, variables))
+
+
+def _no_aggregation_kwarg(optimizer):
+    """The ``apply_gradients`` keyword that skips the optimizer's own
+    cross-replica sum (its name differs between tf_keras' optimizers)."""
+    params = inspect.signature(optimizer.apply_gradients).parameters
+    if 'skip_gradients_aggregation' in params:
+        return {'skip_gradients_aggregation': True}
+    if 'experimental_aggregate_gradients' in params:
+        return {'experimental_aggregate_gradients': False}
+    raise TypeError("%s.apply_gradients cannot skip gradient aggregation; "
+                    "use a tf_keras optimizer under a tf.distribute strategy"
+                    % type(optimizer).__name__)
 
 
 def _flatten_attribute(value):

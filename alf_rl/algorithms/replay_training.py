@@ -24,7 +24,7 @@ Declared hooks a method may override: ``bootstrap_step``,
 ``calc_priority`` (prioritized replay), ``continue_training`` (early stop).
 """
 
-from typing import Any, NamedTuple, Optional, Tuple
+from typing import Any, Callable, NamedTuple, Optional, Tuple
 
 import tensorflow as tf
 
@@ -136,6 +136,14 @@ class UpdateResult(NamedTuple):
     loss_info: LossInfo  # scalar leaves, as from update_with_gradient
     priority: Any  # [b] float32 from calc_priority, or ()
     keep_going: tf.Tensor  # [] bool from continue_training
+
+
+#: Runs one update on a batch-major mini-batch: ``runner(update_fn, batch,
+#: sample_weights) -> UpdateResult``, where ``update_fn(batch,
+#: sample_weights)`` does the update on [b, L, ...] experience and [b]
+#: weights (or None). The distributed learner's runner splits the batch
+#: across replicas (``alf_rl.distributed.strategy.ReplicaRunner``).
+UpdateRunner = Callable[..., UpdateResult]
 
 
 class ReplayTrainingMixin(object):
@@ -292,7 +300,8 @@ class ReplayTrainingMixin(object):
               mini_batch_length: Optional[int] = None,
               shuffle: bool = True,
               seed: Optional[int] = None,
-              sample_weights: Optional[tf.Tensor] = None) -> LossInfo:
+              sample_weights: Optional[tf.Tensor] = None,
+              update_runner: Optional[UpdateRunner] = None) -> LossInfo:
         """Trains on a batch of stored experience.
 
         Args:
@@ -309,29 +318,34 @@ class ReplayTrainingMixin(object):
             sample_weights: optional [B] float32 per-sequence weights (the
                 importance weights of prioritized replay); only with one
                 update over whole sequences (no mini-batching).
+            update_runner: runs each mini-batch's update (see
+                ``UpdateRunner``); None runs it here, on one device.
         Returns:
             ``LossInfo`` (scalars) of the last update (updates stop early
             once ``continue_training`` says so).
         """
         return self._train(experience, num_updates, mini_batch_size,
                            mini_batch_length, shuffle, seed,
-                           sample_weights).loss_info
+                           sample_weights, update_runner).loss_info
 
     def train_with_priority(self, experience: Experience,
-                            sample_weights: Optional[tf.Tensor] = None
+                            sample_weights: Optional[tf.Tensor] = None,
+                            update_runner: Optional[UpdateRunner] = None
                             ) -> Tuple[LossInfo, tf.Tensor]:
         """One update over whole sampled sequences, for prioritized replay.
 
         Args:
             experience: ``Experience`` with [B, T, ...] leaves as stored.
             sample_weights: optional [B] float32 importance weights.
+            update_runner: as for ``train``.
         Returns:
             ``(loss_info, priority)``: scalar ``LossInfo`` and the [B]
             float32 priorities from ``calc_priority``.
         Raises:
             ValueError: ``calc_priority`` returns None for this algorithm.
         """
-        result = self._train(experience, sample_weights=sample_weights)
+        result = self._train(experience, sample_weights=sample_weights,
+                             update_runner=update_runner)
         if isinstance(result.priority, tuple):
             raise ValueError(
                 "prioritized replay needs %s.calc_priority to return "
@@ -341,7 +355,7 @@ class ReplayTrainingMixin(object):
 
     def _train(self, experience, num_updates=1, mini_batch_size=None,
                mini_batch_length=None, shuffle=True, seed=None,
-               sample_weights=None):
+               sample_weights=None, update_runner=None):
         """``train``, returning the last update's ``UpdateResult``."""
         if self._train_info_spec is None:
             self.prepare_off_policy_specs()
@@ -374,7 +388,12 @@ class ReplayTrainingMixin(object):
                              [shape.mini_batch_size])
             batch = tf.nest.map_structure(lambda x: tf.gather(x, index),
                                           sequences)
-            return self._update(_batch_to_time_major(batch), sample_weights)
+            if update_runner is None:
+                return self._update(_batch_to_time_major(batch),
+                                    sample_weights)
+            return update_runner(
+                lambda b, w: self._update(_batch_to_time_major(b), w),
+                batch, sample_weights)
 
         if num_steps == 1:
             return _step(tf.constant(0))

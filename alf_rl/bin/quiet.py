@@ -7,13 +7,14 @@ every line that is not one of those known notices, so genuine errors and
 warnings still reach the terminal.
 """
 
+import contextlib
 import os
 import re
 import sys
 import tempfile
 import types
 import warnings
-from typing import Callable, List
+from typing import Any, Callable, Iterator, List, Optional
 
 _NOISE = [
     re.compile(r'^WARNING: All log messages before absl::InitializeLog'),
@@ -62,8 +63,35 @@ def _import_stdlib_distutils():
         sys.meta_path[0:0] = shims
 
 
-def import_tensorflow() -> types.ModuleType:
-    """Imports TensorFlow (and TFP) quietly; returns the ``tensorflow`` module."""
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Sends file descriptor 2 to a temporary file inside the block, then
+    writes back every line that is not a known start-up notice."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode='w+b') as capture:
+        os.dup2(capture.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            capture.seek(0)
+            for line in capture.read().decode('utf-8', 'replace').splitlines():
+                if line.strip() and not is_noise(line):
+                    print(line, file=sys.stderr)
+
+
+def import_tensorflow(start_runtime: bool = True) -> types.ModuleType:
+    """Imports TensorFlow (and TFP) quietly; returns the ``tensorflow`` module.
+
+    Args:
+        start_runtime: also start TensorFlow's runtime (its first op prints
+            more notices). False leaves it for ``start_runtime``: settings
+            that must come before any op (logical devices, a
+            ``tf.distribute`` strategy's collective ops) can still be made.
+    """
     # Level 3 also hides oneDNN's run-time notices logged at ERROR level (e.g.
     # "oneDNN supports DT_INT64 only on platforms with AVX-512"); genuine
     # failures still surface as Python exceptions.
@@ -73,34 +101,38 @@ def import_tensorflow() -> types.ModuleType:
     # 18.9k -> 29.7k env steps/s for the CartPole rollout on 2 cores). Must
     # be set before TensorFlow starts; export the variable to override.
     os.environ.setdefault('TF_NUM_INTEROP_THREADS', '1')
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile(mode='w+b') as capture:
-        os.dup2(capture.fileno(), 2)
-        try:
-            _import_stdlib_distutils()
-            # TFP first: imported after TensorFlow, it eagerly loads its
-            # `experimental` package, which alf_rl never uses; imported
-            # first, it stays lazy (with distutils: ~0.3-0.7 s less
-            # start-up, measured).
-            import tensorflow_probability as tfp
-            import tensorflow as tf
-            tfp.distributions.Distribution  # noqa: B018 (loads it)
-            # Device discovery prints CUDA notices on CPU-only machines.
-            tf.config.list_physical_devices()
+    with _quiet_stderr():
+        _import_stdlib_distutils()
+        # TFP first: imported after TensorFlow, it eagerly loads its
+        # `experimental` package, which alf_rl never uses; imported
+        # first, it stays lazy (with distutils: ~0.3-0.7 s less
+        # start-up, measured).
+        import tensorflow_probability as tfp
+        import tensorflow as tf
+        tfp.distributions.Distribution  # noqa: B018 (loads it)
+        # Device discovery prints CUDA notices on CPU-only machines.
+        tf.config.list_physical_devices()
+        if start_runtime:
             tf.constant(0)
-        finally:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
-            capture.seek(0)
-            for line in capture.read().decode('utf-8', 'replace').splitlines():
-                if line.strip() and not is_noise(line):
-                    print(line, file=sys.stderr)
     tf.get_logger().setLevel('ERROR')
     from absl import logging as absl_logging
     absl_logging.set_verbosity(absl_logging.WARNING)
     return tf
+
+
+def start_runtime(before: Optional[Callable[[], Any]] = None) -> None:
+    """Starts TensorFlow's runtime quietly (after
+    ``import_tensorflow(start_runtime=False)``).
+
+    Args:
+        before: called first, inside the same quiet block: what must be
+            configured before any op runs (e.g. creating a strategy).
+    """
+    import tensorflow as tf
+    with _quiet_stderr():
+        if before is not None:
+            before()
+        tf.constant(0)
 
 
 def run_app(main_fn: Callable[[List[str]], None]) -> None:

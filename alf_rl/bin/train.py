@@ -27,6 +27,11 @@ checkpoint and exits (130 or 143); a second signal aborts at once. A run
 stopped by a dead environment or a non-finite loss writes a checkpoint
 first when the model is still good, and says so.
 
+A distributed learner (``alf_rl.distributed.strategy``):
+``--gin_param "TrainerConfig.strategy='mirrored'"`` (with
+``TrainerConfig.num_logical_cpu_devices=2`` to try it on CPUs); the strategy
+is created right after the gin files are parsed.
+
 Your own code (a network, an environment loader, an algorithm) reaches
 ``alf-train`` through gin: decorate it with ``@gin.configurable`` in a
 module, import the module from the gin file with an ``import my_module``
@@ -47,7 +52,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from absl import app, flags
 
-from alf_rl.bin.quiet import import_tensorflow, run_app
+from alf_rl.bin.quiet import import_tensorflow, run_app, start_runtime
 from alf_rl.utils.checkpoint import (CheckpointError, RunDirError,
                                      RunDirLock, describe_os_error)
 
@@ -325,13 +330,18 @@ def train(root_dir: str, gin_files: Sequence[str] = (),
     Returns:
         ``Trainer.train``'s result dict.
     """
-    import_tensorflow()
+    import_tensorflow(start_runtime=False)
     add_module_paths(module_paths)
     parse_gin(gin_files, list(gin_params or []) +
               (['TrainerConfig.fresh_start=True'] if fresh_start else []),
               root_dir)
+    from alf_rl.distributed.strategy import create_strategy
     from alf_rl.trainers import OnPolicyTrainer, TrainerConfig
     config = TrainerConfig()
+    # Right after gin, before anything runs a TensorFlow op: logical
+    # devices and collective ops are configured at start-up only.
+    start_runtime(lambda: create_strategy(config.strategy,
+                                          config.num_logical_cpu_devices))
     trainer_cls = config.trainer or OnPolicyTrainer
     trainer = trainer_cls(config)
     try:
@@ -395,7 +405,7 @@ def _main(argv):
         lock = RunDirLock(FLAGS.root_dir).acquire()
     except (ValueError, RunDirError) as e:
         _fail(str(e))
-    tf = import_tensorflow()
+    tf = import_tensorflow(start_runtime=False)  # train() starts it
     from alf_rl.trainers.errors import TrainingError
     _stop_on_first_signal()
     try:

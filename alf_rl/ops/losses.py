@@ -10,6 +10,8 @@ from typing import List, Optional, Union
 
 import tensorflow as tf
 
+from alf_rl.ops.masks import replica_sum
+
 Nest = Union[tf.Tensor, list, tuple, dict]
 Scalar = Union[float, tf.Tensor]
 
@@ -58,9 +60,10 @@ def normalize_masked(x_t: tf.Tensor, mask_t: tf.Tensor,
         [T, B] float32; masked-out entries are normalized too (and usually
         ignored by the caller).
     """
-    n = tf.maximum(tf.reduce_sum(mask_t), 1.0)
-    mean = tf.reduce_sum(x_t * mask_t) / n
-    var = tf.reduce_sum(tf.square(x_t - mean) * mask_t) / n
+    # Over every replica's entries under a tf.distribute strategy.
+    n = tf.maximum(replica_sum(tf.reduce_sum(mask_t)), 1.0)
+    mean = replica_sum(tf.reduce_sum(x_t * mask_t)) / n
+    var = replica_sum(tf.reduce_sum(tf.square(x_t - mean) * mask_t)) / n
     return (x_t - mean) / (tf.sqrt(var) + epsilon)
 
 
@@ -75,11 +78,11 @@ def explained_variance(returns_t: tf.Tensor, values_t: tf.Tensor,
     Returns:
         [] float32 (1 is perfect, 0 is no better than a constant).
     """
-    n = tf.maximum(tf.reduce_sum(mask_t), 1.0)
+    n = tf.maximum(replica_sum(tf.reduce_sum(mask_t)), 1.0)
 
     def _var(x):
-        mean = tf.reduce_sum(x * mask_t) / n
-        return tf.reduce_sum(tf.square(x - mean) * mask_t) / n
+        mean = replica_sum(tf.reduce_sum(x * mask_t)) / n
+        return replica_sum(tf.reduce_sum(tf.square(x - mean) * mask_t)) / n
 
     return 1.0 - _var(returns_t - values_t) / tf.maximum(_var(returns_t), 1e-8)
 

@@ -2,6 +2,16 @@
 
 Notation: ``x_t`` a per-step quantity, ``m_t`` in {0, 1} (or a weight >= 0)
 whether step t counts.
+
+Under a ``tf.distribute`` strategy with N > 1 replicas (the distributed
+learner, ``alf_rl.distributed.strategy``), each replica holds 1/N of the
+global batch and the reductions here are global: a masked mean is the
+cross-replica sum of ``m_t x_t`` over the cross-replica sum of ``m_t``, its
+value the same on every replica. Its gradient is the replica's own share
+(``sum_local m_t x_t / sum_global m_t``), so the optimizer's cross-replica
+sum of gradients is the gradient of the global mean: N replicas on a global
+batch compute the update one replica computes on it. Outside a replica
+context (or with one replica) nothing changes.
 """
 
 from typing import Any, Optional
@@ -16,8 +26,52 @@ def is_unset(x: Any) -> bool:
     return isinstance(x, tuple) and x == ()
 
 
+def num_replicas() -> int:
+    """Replicas computing the current update together: the strategy's
+    ``num_replicas_in_sync`` in a replica context, else 1."""
+    context = tf.distribute.get_replica_context()
+    return 1 if context is None else context.num_replicas_in_sync
+
+
+def replica_sum(x: Any) -> Any:
+    """Cross-replica sum of a nest of tensors, without gradient.
+
+    Args:
+        x: nest of tensors (the same shapes on every replica).
+    Returns:
+        ``x`` summed over the replicas of the current update (``x`` itself
+        with one replica); gradients stopped.
+    """
+    if num_replicas() == 1:
+        return x
+    total = tf.distribute.get_replica_context().all_reduce(
+        tf.distribute.ReduceOp.SUM, tf.nest.map_structure(
+            tf.stop_gradient, x))
+    return tf.nest.map_structure(tf.stop_gradient, total)
+
+
+def with_local_gradient(value: tf.Tensor, local: tf.Tensor) -> tf.Tensor:
+    """``value`` (exactly) with the gradient of ``local``.
+
+    ``local - stop_gradient(local)`` is exactly 0 for finite ``local``, so
+    the result equals ``value`` bit for bit on every replica while its
+    gradient is this replica's share.
+
+    Args:
+        value: tensor, the global quantity (no gradient needed).
+        local: tensor of ``value``'s shape whose gradient is kept.
+    Returns:
+        Tensor of ``value``'s shape.
+    """
+    return tf.stop_gradient(value) + (local - tf.stop_gradient(local))
+
+
 def masked_mean(x: tf.Tensor, mask: Optional[tf.Tensor]) -> tf.Tensor:
     """``sum_t m_t x_t / max(sum_t m_t, 1)`` over every entry.
+
+    In a replica context with N > 1 replicas the sums run over every
+    replica's entries (see the module docstring); a plain mean (no mask)
+    assumes equal per-replica batches.
 
     Args:
         x: [T, B] or [B] float32 per-step values; a scalar is returned
@@ -33,15 +87,23 @@ def masked_mean(x: tf.Tensor, mask: Optional[tf.Tensor]) -> tf.Tensor:
     x = tf.convert_to_tensor(x)
     if x.shape.rank == 0:
         return x
+    replicas = num_replicas()
     if mask is None:
-        return tf.reduce_mean(x)
+        if replicas == 1:
+            return tf.reduce_mean(x)
+        local = tf.reduce_mean(x) / replicas
+        return with_local_gradient(replica_sum(local), local)
     mask = tf.cast(mask, x.dtype)
     if mask.shape.rank != x.shape.rank:
         raise ValueError(
             "masked_mean: mask of shape %s does not match values of shape %s"
             " (ranks %d vs %d); give a mask of the values' shape" %
             (mask.shape, x.shape, mask.shape.rank, x.shape.rank))
-    return tf.reduce_sum(x * mask) / tf.maximum(tf.reduce_sum(mask), 1.0)
+    if replicas == 1:
+        return tf.reduce_sum(x * mask) / tf.maximum(tf.reduce_sum(mask), 1.0)
+    count = replica_sum(tf.reduce_sum(mask))
+    local = tf.reduce_sum(x * mask) / tf.maximum(count, 1.0)
+    return with_local_gradient(replica_sum(local), local)
 
 
 def reduce_loss_info(loss_info: LossInfo,
@@ -49,7 +111,9 @@ def reduce_loss_info(loss_info: LossInfo,
     """Averages every per-step leaf of a ``LossInfo`` over valid steps.
 
     ``loss`` and every leaf of ``extra`` go through ``masked_mean``;
-    ``scalar_loss`` must already be a scalar.
+    ``scalar_loss`` must already be a scalar. With N > 1 replicas
+    ``scalar_loss`` becomes its cross-replica mean, with 1/N of the
+    replica's gradient (the optimizer sums the N replicas' gradients).
 
     Args:
         loss_info: ``LossInfo`` with [T, B] leaves (or [B] with a [B]
@@ -68,6 +132,10 @@ def reduce_loss_info(loss_info: LossInfo,
         if scalar.shape.rank != 0:
             raise ValueError("LossInfo.scalar_loss must be a scalar, got "
                              "shape %s" % scalar.shape)
+        replicas = num_replicas()
+        if replicas > 1:
+            scalar = with_local_gradient(
+                replica_sum(scalar) / replicas, scalar / replicas)
     extra = tf.nest.map_structure(lambda e: masked_mean(e, valid_masks),
                                   loss_info.extra)
     return LossInfo(loss=loss, scalar_loss=scalar, extra=extra)

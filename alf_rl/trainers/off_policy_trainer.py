@@ -10,6 +10,13 @@ training function:
   e.g. off-policy actor-critic, PPO): take exactly what this iteration
   collected and train ``num_updates_per_train_step`` epochs of mini-batches.
 The replay buffer is part of the checkpoint, so a resumed run keeps its data.
+
+With ``TrainerConfig.strategy`` (``alf_rl.distributed.strategy``) the update
+is distributed: each global mini-batch is split evenly across the replicas,
+every replica runs the algorithm's update on its slice and the gradients
+are summed across replicas, giving the update of one device on the whole
+mini-batch. Collection (the driver's rollout) stays on the default device
+and the replay buffer on the host.
 """
 
 import gin
@@ -17,6 +24,7 @@ import tensorflow as tf
 
 from alf_rl.algorithms.replay_training import (ReplayTrainingMixin,
                                                check_mini_batches)
+from alf_rl.distributed.strategy import ReplicaRunner, learner_scope
 from alf_rl.drivers.off_policy_driver import SyncOffPolicyDriver
 from alf_rl.replay import (OnetimeExperienceReplayer,
                            SyncUniformExperienceReplayer)
@@ -32,12 +40,13 @@ class OffPolicyTrainer(Trainer):
             ``initial_collect_steps``, ``num_updates_per_train_step``,
             ``mini_batch_size``, ``mini_batch_length``,
             ``replay_buffer_capacity``, ``clear_replay_buffer``,
-            ``prioritized_replay``.
+            ``prioritized_replay``, ``strategy`` (then ``mini_batch_size``
+            must be a multiple of the number of replicas).
     """
 
     def _create_driver(self):
         c = self._config
-        batch_size = self._env.batch_size
+        batch_size = self._replay_batch_size()
         if not isinstance(self._algorithm, ReplayTrainingMixin):
             raise ValueError("%s cannot be trained from replay: it is not "
                              "an OffPolicyAlgorithm or OnPolicyAlgorithm" %
@@ -57,7 +66,8 @@ class OffPolicyTrainer(Trainer):
                 prioritized=c.prioritized_replay,
                 seed=(self._seed + 104729) % 2**31)
         self._check_batch_sizes(batch_size)
-        self._algorithm.build_optimizers()
+        with learner_scope(self._strategy):
+            self._algorithm.build_optimizers()
         # XLA compiles the update (not the replay sampling, whose resource
         # gathers XLA cannot compile): ~1.7x faster SAC updates on CPU.
         self._update_fn = (tf.function(self._update, autograph=False,
@@ -69,6 +79,12 @@ class OffPolicyTrainer(Trainer):
                                    self._replayer,
                                    use_tf_functions=c.use_tf_functions,
                                    jit_compile=c.jit_compile)
+
+    def _replay_batch_size(self) -> int:
+        """The number of environments the replayer holds (and the batch
+        the mini-batch settings are checked against): the training
+        environment's B."""
+        return self._env.batch_size
 
     def _check_batch_sizes(self, batch_size: int) -> None:
         """Refuses, in one line each, mini-batch settings that cannot work
@@ -164,7 +180,8 @@ class OffPolicyTrainer(Trainer):
                 experience,
                 num_updates=c.num_updates_per_train_step,
                 mini_batch_size=c.mini_batch_size,
-                mini_batch_length=self._mini_batch_length)
+                mini_batch_length=self._mini_batch_length,
+                update_runner=self._update_runner())
 
         def _one_update():
             experience, batch_info = self._replayer.replay(
@@ -199,12 +216,20 @@ class OffPolicyTrainer(Trainer):
                     self._algorithm.name))
         return loss_info, priorities
 
+    def _update_runner(self):
+        """Runs each update across the strategy's replicas (a stateless
+        ``ReplicaRunner``), or None without a strategy (runs it here)."""
+        return (None if self._strategy is None else
+                ReplicaRunner(self._strategy))
+
     def _update(self, experience, sample_weights=None):
         """One ``algorithm.train`` call; returns (loss_info, priorities)."""
         if sample_weights is None:
-            return self._algorithm.train(experience), ()
+            return self._algorithm.train(experience,
+                                         update_runner=self._update_runner()), ()
         return self._algorithm.train_with_priority(
-            experience, sample_weights=sample_weights)
+            experience, sample_weights=sample_weights,
+            update_runner=self._update_runner())
 
     def _train_iterations(self, num_iterations):
         c = self._config

@@ -14,6 +14,11 @@ class OnPolicyTrainer(Trainer):
     """One iteration = one ``OnPolicyDriver.run()``: ``unroll_length`` steps
     of every environment under a tape, then one update.
 
+    Not distributed: the rollout runs under the update's tape in one graph,
+    so ``TrainerConfig.strategy`` must be None (train from replay with
+    ``OffPolicyTrainer`` and ``clear_replay_buffer=True`` to distribute an
+    on-policy method's update).
+
     Args:
         config: a ``TrainerConfig``.
         env: the training environment or a ``(seed) -> TFEnvironment``
@@ -23,6 +28,12 @@ class OnPolicyTrainer(Trainer):
 
     def _create_driver(self) -> OnPolicyDriver:
         c = self._config
+        if c.strategy is not None:
+            raise ValueError(
+                "OnPolicyTrainer cannot distribute its update "
+                "(TrainerConfig.strategy=%r): the rollout runs under the "
+                "update's tape; use TrainerConfig.trainer=@OffPolicyTrainer "
+                "with TrainerConfig.clear_replay_buffer=True" % c.strategy)
         return OnPolicyDriver(self._env,
                               self._algorithm,
                               train_interval=c.unroll_length,

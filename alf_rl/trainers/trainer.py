@@ -43,6 +43,8 @@ import gin
 import numpy as np
 import tensorflow as tf
 
+from alf_rl.distributed.strategy import (STRATEGY_NAMES, create_strategy,
+                                        learner_scope)
 from alf_rl.drivers.evaluation_driver import EvaluationDriver
 from alf_rl.environments.tf_environment import TFEnvironment
 from alf_rl.environments.utils import create_environment
@@ -131,6 +133,19 @@ class TrainerConfig(object):
             start. No effect when a usable checkpoint exists (the run
             resumes from it) or there is none at all. ``alf-train
             --fresh_start`` sets it.
+        strategy: the learner's ``tf.distribute`` strategy: None (one
+            device, the default), ``'mirrored'`` (the local GPUs, or
+            ``num_logical_cpu_devices`` logical CPUs) or
+            ``'multi_worker_mirrored'`` (the processes of ``TF_CONFIG``).
+            Only ``OffPolicyTrainer``'s update is distributed (replay
+            training, including PPO/A2C with ``clear_replay_buffer``);
+            collection stays on the default device. See
+            ``alf_rl.distributed.strategy``. Not with ``jit_compile``;
+            ``'multi_worker_mirrored'`` needs an int
+            ``iterations_per_call``.
+        num_logical_cpu_devices: with ``strategy='mirrored'``: mirror over
+            this many logical CPU devices (testing the distributed learner
+            without GPUs); 0 (default): the GPUs, or the CPU.
 
     Raises:
         TypeError: a numeric, boolean or string setting of the wrong type,
@@ -169,7 +184,9 @@ class TrainerConfig(object):
                  stop_at_average_return: Optional[float] = None,
                  iterations_per_call: Union[int, str] = 'auto',
                  call_target_secs: float = 0.2,
-                 fresh_start: bool = False):
+                 fresh_start: bool = False,
+                 strategy: Optional[str] = None,
+                 num_logical_cpu_devices: int = 0):
         check_arg_types('TrainerConfig', TrainerConfig.__init__, locals())
         _check_ranges(locals())
         self.root_dir = os.path.expanduser(root_dir)
@@ -201,6 +218,8 @@ class TrainerConfig(object):
         self.iterations_per_call = iterations_per_call
         self.call_target_secs = float(call_target_secs)
         self.fresh_start = fresh_start
+        self.strategy = strategy
+        self.num_logical_cpu_devices = int(num_logical_cpu_devices)
 
 
 def _check_ranges(values: Dict[str, Any]) -> None:
@@ -232,6 +251,36 @@ def _check_ranges(values: Dict[str, Any]) -> None:
     if values['call_target_secs'] <= 0:
         raise ValueError("TrainerConfig.call_target_secs must be > 0, "
                          "got %r" % (values['call_target_secs'], ))
+    _check_strategy(values)
+
+
+def _check_strategy(values: Dict[str, Any]) -> None:
+    """The checks of ``TrainerConfig.strategy`` and what goes with it.
+
+    Raises:
+        ValueError: one line naming the setting.
+    """
+    strategy = values['strategy']
+    if strategy is not None and strategy not in STRATEGY_NAMES:
+        raise ValueError("TrainerConfig.strategy: expected None or one of %s,"
+                         " got %r" % (', '.join(map(repr, STRATEGY_NAMES)),
+                                      strategy))
+    devices = values['num_logical_cpu_devices']
+    if devices < 0 or (devices and strategy != 'mirrored'):
+        raise ValueError(
+            "TrainerConfig.num_logical_cpu_devices=%r: expected 0, or > 0 "
+            "with strategy='mirrored' (got strategy=%r)" % (devices,
+                                                            strategy))
+    if strategy is not None and values['jit_compile']:
+        raise ValueError("TrainerConfig.jit_compile=True cannot compile a "
+                         "distributed update (strategy=%r); set one of them "
+                         "off" % strategy)
+    if (strategy == 'multi_worker_mirrored'
+            and values['iterations_per_call'] == 'auto'):
+        raise ValueError(
+            "TrainerConfig.strategy='multi_worker_mirrored' needs an int "
+            "iterations_per_call (workers must run the same updates per "
+            "call), got 'auto'")
 
 
 def _build_env(source: EnvSource, seed: int, name: str) -> TFEnvironment:
@@ -388,12 +437,20 @@ class Trainer(object):
         # a trainer that fails to build (unknown env...) leaves no trace.
         self._lock = RunDirLock(self._root_dir)
         self._saved_iteration = None  # the iteration of the newest save
-        self._seed = set_random_seed(config.random_seed)
+        # Before any TensorFlow op (set_random_seed runs some): logical
+        # devices and collective ops are configured at start-up only.
+        self._strategy = create_strategy(config.strategy,
+                                         config.num_logical_cpu_devices)
+        # Under a strategy the global generator is mirrored: each replica
+        # draws its own stream, the state advancing alike on all of them.
+        with learner_scope(self._strategy):
+            self._seed = set_random_seed(config.random_seed)
         self._env = (create_environment(seed=self._seed) if env is None else
                      _build_env(env, self._seed, 'env'))
-        self._algorithm = config.algorithm_ctor(
-            observation_spec=self._env.observation_spec(),
-            action_spec=self._env.action_spec())
+        with learner_scope(self._strategy):
+            self._algorithm = config.algorithm_ctor(
+                observation_spec=self._env.observation_spec(),
+                action_spec=self._env.action_spec())
         self._eval_env = None
         self._evaluator = None
         if config.evaluate:
@@ -450,6 +507,11 @@ class Trainer(object):
             ``LossInfo`` and how many iterations ran.
         """
         raise NotImplementedError()
+
+    def _extra_summaries(self) -> Dict[str, float]:
+        """More ``{tag: value}`` scalars written with every training
+        summary (e.g. an asynchronous driver's policy lag); none here."""
+        return {}
 
     def _stop_condition(self):
         """In-graph: the step budget or ``stop_at_average_return`` reached.
@@ -849,6 +911,7 @@ class Trainer(object):
         scalars['time/env_steps_per_sec'] = (env_steps -
                                              run.last_summary_steps) / dt
         scalars['time/elapsed_secs'] = now - run.start_time
+        scalars.update(self._extra_summaries())
         run.last_summary_time, run.last_summary_steps = now, env_steps
         with writer.as_default():
             summary_utils.write_scalars(scalars, iteration)
