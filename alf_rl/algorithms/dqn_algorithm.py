@@ -40,7 +40,7 @@ Deviations / choices:
   (``importance_weights``) instead, not both.
 """
 
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Any, Callable, List, Optional, Sequence, Union
 
 import gin
 import tensorflow as tf
@@ -183,6 +183,11 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
     def epsilon(self) -> tf.Tensor:
         """[] float32: the current exploration ε."""
         return self._epsilon(self._rollout_count)
+
+    def rollout_owned_variables(self) -> List[tf.Variable]:
+        """The ε schedule's counter of ``rollout`` calls (see
+        ``RLAlgorithm.rollout_owned_variables``)."""
+        return [self._rollout_count]
 
     def _to_action(self, index: tf.Tensor) -> tf.Tensor:
         action = tf.cast(index, self.action_spec.dtype)

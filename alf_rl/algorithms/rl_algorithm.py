@@ -90,6 +90,20 @@ class RLAlgorithm(Algorithm):
         algorithms (``ReplayTrainingMixin``) make it a setting."""
         return False
 
+    def rollout_owned_variables(self) -> List[tf.Variable]:
+        """Variables that ``rollout`` itself advances (e.g. an exploration
+        schedule's step counter), as opposed to those training changes.
+
+        Asynchronous training runs ``rollout`` on copies of the algorithm
+        in actors: these variables are not overwritten by the learner's
+        published weights, and the learner keeps the values the actors
+        report (so a checkpoint holds them). None by default.
+
+        Returns:
+            list of ``tf.Variable``.
+        """
+        return []
+
     def env_action(self, action: Nest) -> Nest:
         """The action the environment is stepped with, for an action that
         ``rollout`` returned.

@@ -345,15 +345,21 @@ class Driver(object):
             observer(next_time_step)
         return next_time_step
 
-    def _observe_experience(self, time_step, policy_step, state):
-        if not self._exp_observers:
-            return
+    def _experience(self, time_step, policy_step, state):
+        """The ``Experience`` of one step as stored: raw time step, action,
+        rollout info as distribution parameters, and the state passed into
+        rollout when the algorithm uses it."""
         use_state = self._algorithm.use_rollout_state
-        exp = make_experience(
+        return make_experience(
             time_step,
             policy_step._replace(
                 info=dist_ops.distributions_to_params(policy_step.info)),
             state if use_state else ())
+
+    def _observe_experience(self, time_step, policy_step, state):
+        if not self._exp_observers:
+            return
+        exp = self._experience(time_step, policy_step, state)
         for observer in self._exp_observers:
             observer(exp)
 

@@ -38,23 +38,35 @@ class StepMetric(tf.Module):
         """The TensorBoard tag, ``'Metrics/<name>'``."""
         return 'Metrics/' + self.name
 
-    def __call__(self, time_step: TimeStep) -> Optional[tf.Operation]:
+    def __call__(self, time_step: TimeStep,
+                 env_ids: Optional[tf.Tensor] = None
+                 ) -> Optional[tf.Operation]:
         """Updates the metric with one batched step.
 
         Args:
             time_step: ``TimeStep`` with [B] ``step_type`` and ``reward``.
+            env_ids: None when ``time_step`` holds every environment in
+                order; else [b] int32: which of the metric's B environments
+                the b rows of ``time_step`` are (an asynchronous learner
+                folds in one actor's environments at a time).
 
         Returns:
             The update op in graph mode, ``None`` when executing eagerly.
             Inside ``tf.function`` automatic control dependencies run the
             update even if the return value is dropped.
         """
-        return self._update(time_step)
+        if env_ids is None:
+            return self._update(time_step)
+        return self._update_rows(time_step, env_ids)
 
     update = __call__
 
     def _update(self, time_step):
         raise NotImplementedError
+
+    def _update_rows(self, time_step, env_ids):
+        # Counters do not care which environments the rows are.
+        return self._update(time_step)
 
     def result(self) -> tf.Tensor:
         """The current value, a scalar tensor."""
@@ -169,23 +181,33 @@ class _EpisodeAverageMetric(StepMetric):
         raise NotImplementedError
 
     def _update(self, time_step):
+        return self._update_rows(time_step, None)
+
+    def _update_rows(self, time_step, env_ids):
         step_type = tf.convert_to_tensor(time_step.step_type)
         # A trace-time check: a wrong batch would silently broadcast.
+        rows = ([self._batch_size] if env_ids is None else
+                tf.convert_to_tensor(env_ids).shape)
         if (step_type.shape.rank is not None and
-                not step_type.shape.is_compatible_with([self._batch_size])):
+                not step_type.shape.is_compatible_with(rows)):
             raise ValueError(
-                "%s: time_step.step_type: expected [%d] (batch_size), got %s"
-                % (self.name, self._batch_size, step_type.shape))
+                "%s: time_step.step_type: expected %s (%s), got %s" %
+                (self.name, list(rows), 'batch_size' if env_ids is None
+                 else 'env_ids', step_type.shape))
         is_first = _is(step_type, StepType.FIRST)
         is_last = _is(step_type, StepType.LAST)
         value = tf.cast(self._step_value(time_step), self._dtype)
-        accumulator = tf.where(is_first, tf.zeros_like(value),
-                               self._accumulator + value)
+        before = (self._accumulator if env_ids is None else tf.gather(
+            self._accumulator, env_ids))
+        accumulator = tf.where(is_first, tf.zeros_like(value), before + value)
 
         size = tf.constant(self._buffer_size, tf.int64)
         last_int = tf.cast(is_last, tf.int64)
         num_done = tf.reduce_sum(last_int)
-        accumulate_op = self._accumulator.assign(accumulator)
+        accumulate_op = (self._accumulator.assign(accumulator)
+                         if env_ids is None else
+                         self._accumulator.scatter_nd_update(
+                             tf.expand_dims(env_ids, -1), accumulator))
 
         def _push():
             # k-th finishing environment (in batch order) -> slot head + k.

@@ -5,3 +5,4 @@ from alf_rl.trainers.errors import (EnvironmentStepError, NonFiniteLossError,
 from alf_rl.trainers.trainer import Trainer, TrainerConfig
 from alf_rl.trainers.on_policy_trainer import OnPolicyTrainer
 from alf_rl.trainers.off_policy_trainer import OffPolicyTrainer
+from alf_rl.trainers.async_trainer import AsyncOffPolicyTrainer

@@ -207,3 +207,24 @@ def test_results_have_value_independent_shapes_under_xla():
             m(_time_step(t))
         np.testing.assert_allclose([float(x) for x in compiled()],
                                    _results(ms), rtol=1e-6)
+
+
+def test_rows_of_some_environments_update_only_theirs():
+    """An asynchronous learner folds in one actor's environments at a time
+    (``env_ids``): feeding env 1 alone, then envs 0 and 2 together, step by
+    step, gives the counts of the full batch (episodes ending on the same
+    step are pushed in the order they are fed)."""
+    ms = _make_metrics(buffer_size=10)
+    full = _make_metrics(buffer_size=10)
+    for t in range(len(STEP_TYPES)):
+        for rows in ([1], [0, 2]):
+            step = _time_step(t)
+            part = tf.nest.map_structure(
+                lambda x: tf.gather(x, rows), step)
+            for m in ms:
+                m(part, env_ids=tf.constant(rows, tf.int32))
+        for m in full:
+            m(_time_step(t))
+        np.testing.assert_allclose(_results(ms), _results(full), rtol=1e-6)
+    with pytest.raises(ValueError, match=r'expected \[2\] \(env_ids\)'):
+        ms[2](_time_step(0), env_ids=tf.constant([0, 1], tf.int32))

@@ -1,0 +1,193 @@
+"""AsyncOffPolicyTrainer with thread actors: learning, policy lag, resume,
+a failing actor environment, Ctrl-C."""
+
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras
+
+from alf_rl.algorithms import DqnAlgorithm, PPOAlgorithm, PPOLoss
+from alf_rl.environments.suite_unittest import PolicyUnittestEnv
+from alf_rl.environments.tf_environment import TFPyEnvironment
+from alf_rl.networks import (ActorDistributionNetwork, QNetwork,
+                             ValueNetwork)
+from alf_rl.trainers import (AsyncOffPolicyTrainer, EnvironmentStepError,
+                             TrainerConfig)
+from alf_rl.trainers.trainer import request_stop
+
+
+def _ppo(observation_spec, action_spec):
+    return PPOAlgorithm(
+        observation_spec, action_spec,
+        actor_network_ctor=lambda o, a: ActorDistributionNetwork(
+            o, a, fc_layer_params=(16, )),
+        value_network_ctor=lambda o: ValueNetwork(o, fc_layer_params=(16, )),
+        loss=PPOLoss(gamma=0.5),
+        optimizer=tf_keras.optimizers.Adam(1e-2))
+
+
+def _dqn(observation_spec, action_spec):
+    return DqnAlgorithm(
+        observation_spec, action_spec,
+        q_network_ctor=lambda o, a: QNetwork(o, a, fc_layer_params=(16, )),
+        optimizer=tf_keras.optimizers.Adam(1e-2), gamma=0.5)
+
+
+def _env(batch_size=8, episode_length=6):
+    return lambda seed: TFPyEnvironment(
+        PolicyUnittestEnv(batch_size, episode_length, seed=seed))
+
+
+def _ppo_config(root, **kwargs):
+    settings = dict(root_dir=root, algorithm_ctor=_ppo, random_seed=0,
+                    num_iterations=40, unroll_length=8,
+                    clear_replay_buffer=True, mini_batch_size=64,
+                    mini_batch_length=1, num_updates_per_train_step=2,
+                    summary_interval=5, checkpoint_interval=20)
+    settings.update(kwargs)
+    return TrainerConfig(**settings)
+
+
+def test_async_ppo_learns_the_copy_task_with_two_thread_actors(tmp_path):
+    trainer = AsyncOffPolicyTrainer(_ppo_config(str(tmp_path)),
+                                    env=_env(), num_actors=2)
+    result = trainer.train()
+    stats = trainer._driver.stats()
+    trainer.close()
+    assert result['iterations'] == 40
+    # 40 iterations x 8 steps x 8 envs, each of one actor's message, all
+    # counted by the learner's metrics. FIRST steps are no env steps: one
+    # after each episode's LAST (but the last few, not yet observed) and
+    # one at the start of each of the 16 environments.
+    observed = 40 * 8 * 8
+    counted = (result['Metrics/EnvironmentSteps'] +
+               result['Metrics/NumberOfEpisodes'])
+    assert observed - 16 <= counted <= observed
+    # Episodes of 6 steps: 5 rewards each, 1 for the copied bit; a random
+    # policy averages 2.5.
+    assert result['Metrics/AverageEpisodeLength'] == 5
+    assert result['Metrics/AverageReturn'] >= 4.5
+    # One message per iteration; the learner trained on messages at most
+    # max_policy_lag (100) behind.
+    assert 0 <= stats.get('async/policy_lag_max', 0) <= 100
+
+
+def test_stale_messages_are_not_trained_on_but_counted(tmp_path):
+    trainer = AsyncOffPolicyTrainer(
+        _ppo_config(str(tmp_path), num_iterations=12), env=_env(),
+        num_actors=3, max_policy_lag=0, queue_size=3)
+    result = trainer.train()
+    stats = trainer._driver.stats()
+    trainer.close()
+    assert result['iterations'] == 12
+    # With three actors and a queue of three, messages wait while the
+    # learner trains: some were collected before the newest update.
+    assert stats['async/dropped_messages'] > 0
+    assert stats['async/policy_lag_max'] == 0
+    # Their steps still count: more env steps than trained iterations hold.
+    observed = 64 * (12 + stats['async/dropped_messages'])
+    counted = (result['Metrics/EnvironmentSteps'] +
+               result['Metrics/NumberOfEpisodes'])
+    assert observed - 24 <= counted <= observed
+
+
+def test_dqn_replay_of_all_actors_and_resume(tmp_path):
+    root = str(tmp_path)
+    config = dict(root_dir=root, algorithm_ctor=_dqn, random_seed=0,
+                  num_iterations=10, unroll_length=2,
+                  initial_collect_steps=16, mini_batch_size=8,
+                  mini_batch_length=2, replay_buffer_capacity=200,
+                  checkpoint_interval=10)
+    trainer = AsyncOffPolicyTrainer(TrainerConfig(**config), env=_env(2),
+                                    num_actors=2, iterations_per_message=4)
+    result = trainer.train()
+    # Replay holds 2 actors x 2 envs; every step observed went in (the
+    # env steps, plus a FIRST step after each LAST and at each start).
+    buffer = trainer._replayer.buffer
+    assert buffer.num_environments == 4
+    extra = int(buffer.total_size) - (result['Metrics/EnvironmentSteps'] +
+                                      result['Metrics/NumberOfEpisodes'])
+    assert 0 <= extra <= 4
+    # Both actors' environments have steps (in their own rows).
+    assert (buffer.current_size.numpy() > 0).all()
+    # The epsilon schedule's counter is the actors' (rollout-owned): the
+    # learner kept the value of the last message it finished.
+    count = int(trainer.algorithm.rollout_owned_variables()[0].numpy())
+    assert count > 0
+    steps = int(result['Metrics/EnvironmentSteps'])
+    trainer.close()
+
+    config['num_iterations'] = 14
+    resumed = AsyncOffPolicyTrainer(TrainerConfig(**config), env=_env(2),
+                                    num_actors=2, iterations_per_message=4)
+    result = resumed.train()
+    assert result['iterations'] == 14
+    # Resumed: no second initial collection, the counters go on.
+    assert result['Metrics/EnvironmentSteps'] > steps
+    assert int(resumed.algorithm.rollout_owned_variables()[0].numpy()) > count
+    resumed.close()
+
+
+class _BreaksAfter(PolicyUnittestEnv):
+    """Raises on its 20th step."""
+
+    def _step(self, action):
+        self._calls = getattr(self, '_calls', 0) + 1
+        if self._calls == 20:
+            raise RuntimeError('simulator crashed')
+        return super()._step(action)
+
+
+def test_a_failing_actor_environment_stops_training_naming_it(tmp_path):
+
+    def env(seed):
+        # Actor 1 (seed != the run's) gets the breaking environment.
+        cls = PolicyUnittestEnv if seed == 0 else _BreaksAfter
+        return TFPyEnvironment(cls(8, 6, seed=seed))
+
+    trainer = AsyncOffPolicyTrainer(
+        _ppo_config(str(tmp_path), num_iterations=200, checkpoint_interval=2),
+        env=env, num_actors=2)
+    with pytest.raises(EnvironmentStepError) as info:
+        trainer.train()
+    trainer.close()
+    message = str(info.value)
+    assert 'actor 1 (environments 8-15) failed' in message
+    assert 'simulator crashed' in message
+    assert 'rerun the same command to resume' in message
+
+
+def test_request_stop_checkpoints_and_stops_actors(tmp_path):
+    trainer = AsyncOffPolicyTrainer(
+        _ppo_config(str(tmp_path), num_iterations=10000), env=_env(),
+        num_actors=2)
+    original = trainer._driver.run_iterations
+
+    def run_then_stop(*args, **kwargs):
+        result = original(*args, **kwargs)
+        if int(trainer._iteration.numpy()) >= 3:
+            request_stop()
+        return result
+
+    trainer._driver.run_iterations = run_then_stop
+    result = trainer.train()
+    threads = list(trainer._driver.pool._threads)
+    trainer.close()
+    assert result['stopped_early']
+    assert 3 <= result['iterations'] < 10000
+    assert os.path.exists(
+        str(tmp_path / 'ckpt' / ('ckpt-%d' % result['iterations'])))
+    assert len(threads) == 2
+    assert all(not t.is_alive() for t in threads)
+
+
+def test_settings_are_checked(tmp_path):
+    config = _ppo_config(str(tmp_path))
+    with pytest.raises(ValueError, match='num_actors must be >= 1'):
+        AsyncOffPolicyTrainer(config, env=_env(), num_actors=0)
+    with pytest.raises(ValueError, match="actors: expected one of"):
+        AsyncOffPolicyTrainer(config, env=_env(), actors='processes')
+    with pytest.raises(TypeError, match='num_actors'):
+        AsyncOffPolicyTrainer(config, env=_env(), num_actors=2.5)
