@@ -1,6 +1,7 @@
 # Two entry points that work on a fresh machine with Python 3.11 and pip:
 #   make train   installs into .venv and trains A2C on CartPole-v1
-#   make test    installs into .venv (with test extras) and runs the suite
+#   make test    installs into .venv (with the test and dist extras: pytest,
+#                Ray) and runs the suite
 PYTHON ?= python3.11
 VENV ?= .venv
 ROOT_DIR ?= runs/ac_cart_pole
@@ -15,7 +16,7 @@ install: $(VENV)/bin/python
 	$(VENV)/bin/pip install -q -e .
 
 install-test: $(VENV)/bin/python
-	$(VENV)/bin/pip install -q -e '.[test]'
+	$(VENV)/bin/pip install -q -e '.[test,dist]'
 
 train: install
 	$(VENV)/bin/alf-train --gin_file examples/ac_cart_pole.gin --root_dir $(ROOT_DIR)

@@ -42,6 +42,7 @@ import numpy as np
 import tensorflow as tf
 
 from alf_rl.data_structures import LossInfo, experience_to_time_step
+from alf_rl.drivers.driver import continue_condition
 from alf_rl.drivers.rollout_worker import (ActorMessage, RolloutWorker,
                                            publishable_variables, snapshot)
 from alf_rl.metrics import default_metrics
@@ -366,14 +367,6 @@ class AsyncOffPolicyDriver(object):
     def _make_process_fn(self, train_fn, stop_fn, observe_only):
         length = self._length
 
-        def _keep_going(result):
-            ok = tf.constant(True)
-            if isinstance(result, LossInfo):
-                ok = tf.reduce_all(tf.math.is_finite(result.loss))
-            if stop_fn is not None:
-                ok = tf.logical_and(ok, tf.logical_not(stop_fn()))
-            return ok
-
         def _process(exp, start, count):
 
             def _iteration(i, carry):
@@ -391,7 +384,7 @@ class AsyncOffPolicyDriver(object):
 
             _, result, done = loop_traced_once(
                 _iteration, (), count,
-                keep_going=None if observe_only else _keep_going)
+                keep_going=None if observe_only else continue_condition(stop_fn))
             return result, done
 
         return _process

@@ -116,6 +116,31 @@ def failed_check_message(error: tf.errors.OpError) -> Optional[str]:
                       if data else '')
 
 
+def continue_condition(
+        stop_fn: Optional[Callable[[], tf.Tensor]] = None
+) -> Callable[[Any], tf.Tensor]:
+    """When a loop of training iterations goes on after an iteration.
+
+    Args:
+        stop_fn: optional ``() -> scalar bool`` (a step budget or a score
+            reached).
+    Returns:
+        ``(result) -> scalar bool``: the loss of a ``LossInfo`` result is
+        finite (a NaN loss stops the loop at the iteration that produced
+        it) and ``stop_fn()`` is false.
+    """
+
+    def _continue(result):
+        ok = tf.constant(True)
+        if isinstance(result, LossInfo):
+            ok = tf.reduce_all(tf.math.is_finite(result.loss))
+        if stop_fn is not None:
+            ok = tf.logical_and(ok, tf.logical_not(stop_fn()))
+        return ok
+
+    return _continue
+
+
 class Driver(object):
     """Steps ``algorithm.rollout`` in a batched ``TFEnvironment``.
 
@@ -214,13 +239,7 @@ class Driver(object):
             iteration's; ``iterations_done`` is an int32 scalar. The body is
             traced once.
         """
-        def _continue(result):
-            ok = tf.constant(True)
-            if isinstance(result, LossInfo):
-                ok = tf.reduce_all(tf.math.is_finite(result.loss))
-            if stop_fn is not None:
-                ok = tf.logical_and(ok, tf.logical_not(stop_fn()))
-            return ok
+        _continue = continue_condition(stop_fn)
 
         def _loop(time_step, policy_state, num_iterations, *args):
 

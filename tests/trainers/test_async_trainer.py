@@ -191,3 +191,42 @@ def test_settings_are_checked(tmp_path):
         AsyncOffPolicyTrainer(config, env=_env(), actors='processes')
     with pytest.raises(TypeError, match='num_actors'):
         AsyncOffPolicyTrainer(config, env=_env(), num_actors=2.5)
+
+
+def test_subprocess_environments_of_actors_and_a_killed_worker(tmp_path):
+    """Actors step environments in spawned subprocesses; a worker process
+    that dies stops training with an error naming the actor, and closing
+    leaves no process behind."""
+    import signal
+    from alf_rl.environments import create_environment
+
+    trainer = AsyncOffPolicyTrainer(
+        _ppo_config(str(tmp_path), num_iterations=10000,
+                    mini_batch_size=16),
+        env=lambda seed: create_environment('CartPole-v1', 2, seed=seed,
+                                            use_subprocess=True),
+        num_actors=2)
+    workers = trainer._driver.pool._workers
+    processes = [w.process for worker in workers
+                 for w in worker.env.pyenv._workers]
+    assert len(processes) == 4
+    victim = workers[1].env.pyenv._workers[0].process
+    original = trainer._driver.run_iterations
+
+    def run_then_kill(*args, **kwargs):
+        result = original(*args, **kwargs)
+        if int(trainer._iteration.numpy()) >= 3 and victim.poll() is None:
+            os.kill(victim.pid, signal.SIGKILL)
+        return result
+
+    trainer._driver.run_iterations = run_then_kill
+    try:
+        with pytest.raises(EnvironmentStepError) as info:
+            trainer.train()
+    finally:
+        trainer.close()
+    message = str(info.value)
+    assert 'actor 1 (environments 2-3) failed' in message
+    assert 'environment 0' in message  # the worker's local index
+    for process in processes:
+        assert process.wait(timeout=10) is not None
