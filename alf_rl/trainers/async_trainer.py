@@ -221,15 +221,6 @@ class AsyncOffPolicyTrainer(OffPolicyTrainer):
                 int(self._iteration.numpy()) + 1, None,
                 e.env_error or e) from e.env_error
 
-    def _train_on(self, steps):
-        """Trains on one actor's [B, T] steps (on-policy from replay)."""
-        c = self._config
-        return self._algorithm.train(
-            steps,
-            num_updates=c.num_updates_per_train_step,
-            mini_batch_size=c.mini_batch_size,
-            mini_batch_length=self._mini_batch_length)
-
     def _extra_summaries(self) -> Dict[str, float]:
         """The driver's policy-lag and queue summaries."""
         return self._driver.stats()

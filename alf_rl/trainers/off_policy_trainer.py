@@ -175,13 +175,7 @@ class OffPolicyTrainer(Trainer):
         c = self._config
         if c.clear_replay_buffer:
             # Exactly unroll_length steps of every env were collected.
-            experience = self._replayer.replay_all(full=True)
-            return self._algorithm.train(
-                experience,
-                num_updates=c.num_updates_per_train_step,
-                mini_batch_size=c.mini_batch_size,
-                mini_batch_length=self._mini_batch_length,
-                update_runner=self._update_runner())
+            return self._train_on(self._replayer.replay_all(full=True))
 
         def _one_update():
             experience, batch_info = self._replayer.replay(
@@ -203,6 +197,18 @@ class OffPolicyTrainer(Trainer):
                 lambda i, _: (i + 1, _one_update()),
                 (tf.constant(1), loss_info))[1]
         return loss_info
+
+    def _train_on(self, experience):
+        """``num_updates_per_train_step`` epochs of mini-batches over
+        exactly ``experience`` ([B, T, ...], batch-major): on-policy
+        methods trained from replay (``clear_replay_buffer``)."""
+        c = self._config
+        return self._algorithm.train(
+            experience,
+            num_updates=c.num_updates_per_train_step,
+            mini_batch_size=c.mini_batch_size,
+            mini_batch_length=self._mini_batch_length,
+            update_runner=self._update_runner())
 
     def _checked_update(self, experience, sample_weights=None):
         loss_info, priorities = self._update_fn(experience, sample_weights)
