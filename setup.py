@@ -22,6 +22,9 @@ EXTRAS = {
     'box2d': ['box2d>=2.3.10', 'pygame>=2.5'],
     # Ray actors (AsyncOffPolicyTrainer(actors='ray')); measured with 2.60.
     'dist': ['ray>=2.40'],
+    # Runs exported .tflite policies (alf-play --policy, alf_rl.export);
+    # without it tf.lite.Interpreter is used.
+    'export': ['ai-edge-litert>=2.0'],
 }
 
 setup(
@@ -31,7 +34,15 @@ setup(
     long_description=open('README.md').read(),
     long_description_content_type='text/markdown',
     license='Apache-2.0',
-    python_requires='>=3.11',
+    # TensorFlow 2.21 has wheels for 3.11-3.13; make test runs the suite on
+    # 3.11 and a quick part of it on 3.13.
+    python_requires='>=3.11,<3.14',
+    classifiers=[
+        'Programming Language :: Python :: 3.11',
+        'Programming Language :: Python :: 3.12',
+        'Programming Language :: Python :: 3.13',
+        'License :: OSI Approved :: Apache Software License',
+    ],
     packages=find_packages(include=['alf_rl', 'alf_rl.*']),
     install_requires=CORE,
     extras_require=EXTRAS,
@@ -40,6 +51,7 @@ setup(
             'alf-train=alf_rl.bin.train:main',
             'alf-play=alf_rl.bin.play:main',
             'alf-plot=alf_rl.bin.plot:main',
+            'alf-export=alf_rl.bin.export:main',
         ],
     },
 )

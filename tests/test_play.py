@@ -1,12 +1,15 @@
-"""alf-play: restores a run, prints returns, writes a playable GIF."""
+"""alf-play: restores a run, prints returns, writes a playable GIF; plays
+policies exported by alf-export with the checkpoint's returns."""
 
 import os
+import re
 
 import gin
 import numpy as np
 import pytest
 from PIL import Image
 
+from alf_rl.bin.export import export
 from alf_rl.bin.play import play, write_video
 from alf_rl.bin.train import train
 from alf_rl.utils.checkpoint import CheckpointError
@@ -15,27 +18,86 @@ EXAMPLE = os.path.join(os.path.dirname(__file__), '..', 'examples',
                        'ac_cart_pole.gin')
 
 
-def test_play_prints_returns_and_writes_gif(tmp_path, capsys):
-    root = str(tmp_path / 'run')
+@pytest.fixture(scope='module')
+def run(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp('play') / 'run')
     train(root, [EXAMPLE], [
         'create_environment.num_parallel_environments=2',
         'TrainerConfig.num_env_steps=0', 'TrainerConfig.num_iterations=2',
         'TrainerConfig.evaluate=False'
     ])
     gin.clear_config()
+    return root
+
+
+def test_play_prints_returns_and_writes_gif(run, tmp_path, capsys):
     gif = str(tmp_path / 'out.gif')
-    returns = play(root, num_episodes=2, record_file=gif,
+    returns = play(run, num_episodes=2, record_file=gif,
                    max_episode_steps=15)
+    gin.clear_config()
     assert len(returns) == 2 and all(1 <= r <= 15 for r in returns)
     out = capsys.readouterr().out
     assert 'episode 1: return' in out and 'episode 2: return' in out
-    # One frame before every step and one after the last: CartPole's return
-    # is its episode length, and one reset step separates the episodes.
-    assert 'wrote %d frames' % (int(sum(returns)) + 2) in out
+    # One frame rendered before every step and one after the last:
+    # CartPole's return is its episode length, and one reset step separates
+    # the episodes. The line gives the frames in the file (Pillow merges
+    # identical consecutive ones) and the number rendered when they differ.
+    rendered = int(sum(returns)) + 2
     with Image.open(gif) as image:
-        # Pillow merges identical consecutive frames, so <= frames written.
-        assert 2 < image.n_frames <= int(sum(returns)) + 2
+        in_file = image.n_frames
         assert image.size == (600, 400)
+    assert 2 < in_file <= rendered
+    line = re.search(r'wrote (\d+) frames to \S+( \((\d+) rendered; '
+                     r'identical consecutive frames merged\))?', out)
+    assert line and int(line.group(1)) == in_file, out
+    if in_file < rendered:
+        assert int(line.group(3)) == rendered
+    else:
+        assert line.group(2) is None
+
+
+def test_play_exported_policy_gives_checkpoint_returns(run, tmp_path,
+                                                       capsys):
+    expected = play(run, num_episodes=3, seed=5)
+    gin.clear_config()
+    paths = export(run, str(tmp_path / 'policy'), 'both')
+    gin.clear_config()
+    for path in paths:
+        returns = play(run, num_episodes=3, seed=5, policy=path)
+        gin.clear_config()
+        assert returns == expected, path
+    out = capsys.readouterr().out
+    assert out.count('playing %s' % paths[1]) == 1
+    # The same per-episode lines as from the checkpoint.
+    lines = [l for l in out.splitlines() if l.startswith('episode ')]
+    assert lines[:3] == lines[3:6] == lines[6:9]
+
+
+def test_play_stochastic_export_is_seeded(run, tmp_path):
+    path = export(run, str(tmp_path / 'stochastic'), 'saved_model',
+                  stochastic=True)[0]
+    gin.clear_config()
+    first = play(run, num_episodes=2, seed=1, policy=path,
+                 max_episode_steps=40)
+    gin.clear_config()
+    again = play(run, num_episodes=2, seed=1, policy=path,
+                 max_episode_steps=40)
+    gin.clear_config()
+    assert first == again and all(1 <= r <= 40 for r in first)
+
+
+def test_play_policy_errors(run, tmp_path):
+    with pytest.raises(ValueError, match='no such file or directory'):
+        play(run, policy=str(tmp_path / 'missing.tflite'))
+    gin.clear_config()
+    with pytest.raises(ValueError, match=r'takes observation \[4\] float32; '
+                       r'the environment of this run gives \[6\] float32'):
+        # A CartPole policy in an environment with other observations.
+        path = export(run, str(tmp_path / 'p'), 'saved_model')[0]
+        gin.clear_config()
+        play(run, policy=path,
+             gin_params=["create_environment.env_name='Acrobot-v1'"])
+    gin.clear_config()
 
 
 def test_play_without_run_is_a_clear_error(tmp_path):

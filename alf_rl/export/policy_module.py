@@ -1,0 +1,253 @@
+"""``ExportedPolicy``: a trained algorithm's policy as a ``tf.Module`` with
+flat, named signatures, ready for ``tf.saved_model.save`` and TFLite.
+
+Signatures (B = batch, any size):
+
+* ``action``: inputs ``observation`` (one leaf) or ``observation_<path>``
+  (each leaf of a nested observation, e.g. ``observation_pos`` for
+  ``observation['pos']``), [B, ...] with the spec's dtype; for a recurrent
+  policy ``state_<path>`` [B, ...]; for a stochastic export, per action
+  leaf, ``gumbel`` / ``gumbel_<path>`` [B, *action_shape, num_values]
+  standard Gumbel noise (categorical leaves) or ``eps`` / ``eps_<path>``
+  [B, *action_shape] standard-normal noise (continuous leaves; see
+  ``alf_rl.export.noise``). Outputs
+  ``action`` / ``action_<path>`` [B, ...] with the action spec's dtypes and
+  within its bounds, and, for a recurrent policy, the next state under the
+  same ``state_<path>`` names as the inputs.
+* ``initial_state`` (recurrent policies only): input ``batch_size`` int32
+  scalar; outputs the zero state ``state_<path>`` [batch_size, ...].
+
+The greedy ``action`` is ``algorithm.predict(algorithm.transform_timestep(
+time_step), state).action`` traced as is, so the observation transformers
+and normalizer of the run are folded in (their statistics become constants
+of the exported model). The stochastic ``action`` uses the same actor
+network and normalization, and samples with the noise input.
+
+Only the variables the traced functions read are tracked (not critics,
+target networks or optimizer slots), so the SavedModel holds the policy
+alone.
+"""
+
+import re
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_probability as tfp
+
+from alf_rl import specs as alf_specs
+from alf_rl.data_structures import StepType, TimeStep
+from alf_rl.export.noise import noise_kinds, noise_shapes, sample_with_noise
+from alf_rl.utils import nest as nest_utils
+
+Nest = Any
+ACTION_SIGNATURE = 'action'
+INITIAL_STATE_SIGNATURE = 'initial_state'
+
+
+def flat_name(path: str) -> str:
+    """A signature name for a nest path: ``"observation['pos']"`` ->
+    ``'observation_pos'``, ``'state.actor[0]'`` -> ``'state_actor_0'``.
+
+    Args:
+        path: a path from ``nest_utils.flatten_with_path``.
+    Returns:
+        The path with every run of non-alphanumeric characters replaced by
+        one underscore, none at either end.
+    """
+    return re.sub(r'[^0-9A-Za-z]+', '_', path).strip('_')
+
+
+def named_leaves(nest: Nest, prefix: str) -> List[Tuple[str, Any]]:
+    """``[(signature name, leaf)]`` of a nest in ``tf.nest`` order.
+
+    Args:
+        nest: nest of specs or tensors.
+        prefix: the name of a lone leaf and the prefix of nested ones.
+    Returns:
+        list of ``(name, leaf)``.
+    Raises:
+        ValueError: two paths give the same name (e.g. keys ``'a b'`` and
+            ``'a_b'``).
+    """
+    pairs = [(flat_name(p), leaf)
+             for p, leaf in nest_utils.flatten_with_path(nest, prefix)]
+    names = [n for n, _ in pairs]
+    if len(set(names)) != len(names):
+        raise ValueError("%s: nest paths give duplicate signature names %s" %
+                         (prefix, names))
+    return pairs
+
+
+def _batch_spec(name: str, spec: tf.TensorSpec) -> tf.TensorSpec:
+    return tf.TensorSpec([None] + spec.shape.as_list(), spec.dtype,
+                         name=name)
+
+
+def _actor_network(algorithm: Any) -> Any:
+    """The actor network (``observation -> (distributions, state)``)."""
+    inner = getattr(algorithm, '_ac_algorithm', algorithm)  # TracAlgorithm
+    network = getattr(inner, 'actor_network', None)
+    if network is None:
+        network = getattr(inner, '_actor_network', None)
+    if network is None:
+        raise ValueError(
+            "stochastic export: %s has no actor network (a Q-argmax "
+            "policy such as DQN is greedy); export it without "
+            "--stochastic" % type(algorithm).__name__)
+    return network
+
+
+def action_distribution(algorithm: Any, observation: Nest,
+                        state: Nest) -> Tuple[Nest, Nest]:
+    """The actor's action distributions and the next predict state.
+
+    Args:
+        algorithm: an actor-critic (A2C, PPO, TRAC) or SAC algorithm.
+        observation: nest of [B, ...] transformed observations.
+        state: the predict state nest, [B, ...] leaves.
+    Returns:
+        ``(distributions with batch shape [B], next predict state)``.
+    Raises:
+        ValueError: the algorithm has no actor network, or its actor is
+            deterministic (DDPG, TD3).
+    """
+    network = _actor_network(algorithm)
+    if hasattr(state, 'actor'):
+        dist, actor_state = network(observation, state=state.actor)
+        next_state = state._replace(actor=actor_state)
+    else:
+        dist, _ = network(observation)
+        next_state = state
+    if not any(isinstance(d, tfp.distributions.Distribution)
+               for d in tf.nest.flatten(dist)):
+        raise ValueError(
+            "stochastic export: the actor of %s is deterministic (its "
+            "exploration noise is not part of the policy); export it "
+            "without --stochastic" % type(algorithm).__name__)
+    return dist, next_state
+
+
+class ExportedPolicy(tf.Module):
+    """The policy of a trained algorithm with flat named signatures.
+
+    Args:
+        algorithm: a built (restored) ``RLAlgorithm``.
+        stochastic: export sampling with a noise input instead of the
+            greedy ``predict``.
+        name: module name.
+
+    Raises:
+        ValueError: ``stochastic`` for an algorithm without an action
+            distribution (DQN, DDPG, TD3).
+    """
+
+    def __init__(self, algorithm: Any, stochastic: bool = False,
+                 name: str = 'ExportedPolicy'):
+        super().__init__(name=name)
+        # Held in a closure, not as an attribute: the module tracks only the
+        # variables the policy reads (see _track_variables).
+        self._get_algorithm = lambda: algorithm
+        self._stochastic = stochastic
+        self._observations = named_leaves(algorithm.observation_spec,
+                                          'observation')
+        self._states = named_leaves(algorithm.predict_state_spec, 'state')
+        self._actions = named_leaves(algorithm.action_spec, 'action')
+        self._noises = self._noise_specs() if stochastic else []
+        inputs = [_batch_spec(n, s)
+                  for n, s in self._observations + self._states]
+        inputs += [tf.TensorSpec([None] + shape, tf.float32, name=n)
+                   for n, shape in self._noises]
+        self.action_function = tf.function(self._action).get_concrete_function(
+            **{spec.name: spec for spec in inputs})
+        self.initial_state_function = None
+        if self._states:
+            self.initial_state_function = tf.function(
+                self._initial_state).get_concrete_function(
+                    tf.TensorSpec([], tf.int32, name='batch_size'))
+        self._track_variables()
+
+    @property
+    def signatures(self) -> Dict[str, Any]:
+        """``{name: concrete function}`` for ``tf.saved_model.save``
+        (``serving_default`` is ``action``)."""
+        result = {ACTION_SIGNATURE: self.action_function,
+                  'serving_default': self.action_function}
+        if self.initial_state_function is not None:
+            result[INITIAL_STATE_SIGNATURE] = self.initial_state_function
+        return result
+
+    @property
+    def noise_inputs(self) -> List[Tuple[str, List[int]]]:
+        """``[(input name, shape without the batch dim)]`` of the noise a
+        stochastic export takes (``gumbel*``: standard Gumbel, ``eps*``:
+        standard normal); empty when greedy."""
+        return list(self._noises)
+
+    def _track_variables(self):
+        variables = list(self.action_function.variables)
+        if self.initial_state_function is not None:
+            variables += list(self.initial_state_function.variables)
+        seen = set()
+        self._policy_variables = [
+            v for v in variables if id(v) not in seen and not seen.add(id(v))
+        ]
+
+    def _noise_specs(self) -> List[Tuple[str, List[int]]]:
+        """Names and shapes of the noise inputs, one per stochastic leaf."""
+        algorithm = self._get_algorithm()
+        observation = alf_specs.zeros_from_spec(algorithm.observation_spec,
+                                                [1])
+        dist, _ = action_distribution(
+            algorithm, observation, algorithm.get_initial_predict_state(1))
+        return [(n, shape) for n, shape in zip(self._noise_names(dist),
+                                               noise_shapes(dist))
+                if n is not None]
+
+    def _noise_names(self, dist: Nest) -> List[Optional[str]]:
+        """Per action leaf, its noise input's name (``gumbel``/``eps``
+        replacing ``action``) or None for a deterministic leaf."""
+        return [None if kind is None else name.replace('action', kind, 1)
+                for (name, _), kind in zip(self._actions, noise_kinds(dist))]
+
+    def _action(self, **inputs: tf.Tensor) -> Dict[str, tf.Tensor]:
+        """The ``action`` signature: see the module docstring."""
+        algorithm = self._get_algorithm()
+        observation = tf.nest.pack_sequence_as(
+            algorithm.observation_spec,
+            [inputs[n] for n, _ in self._observations])
+        state = tf.nest.pack_sequence_as(
+            algorithm.predict_state_spec, [inputs[n] for n, _ in self._states])
+        batch = tf.shape(inputs[self._observations[0][0]])[0]
+        time_step = TimeStep(
+            step_type=tf.fill([batch], StepType.MID),
+            reward=tf.zeros([batch]),
+            discount=tf.ones([batch]),
+            observation=observation,
+            prev_action=alf_specs.zeros_from_spec(algorithm.action_spec,
+                                                  [batch]),
+            env_id=tf.zeros([batch], tf.int32))
+        time_step = algorithm.transform_timestep(time_step)
+        if self._stochastic:
+            dist, next_state = action_distribution(
+                algorithm, time_step.observation, state)
+            action = sample_with_noise(
+                dist, [None if n is None else inputs[n]
+                       for n in self._noise_names(dist)])
+            action = alf_specs.cast_and_clip_to_spec(action,
+                                                     algorithm.action_spec)
+        else:
+            step = algorithm.predict(time_step, state)
+            action, next_state = step.action, step.state
+        outputs = dict(zip([n for n, _ in self._actions],
+                           tf.nest.flatten(action)))
+        outputs.update(zip([n for n, _ in self._states],
+                           tf.nest.flatten(next_state)))
+        return outputs
+
+    def _initial_state(self, batch_size: tf.Tensor) -> Dict[str, tf.Tensor]:
+        """The ``initial_state`` signature: zero state for ``batch_size``."""
+        state = self._get_algorithm().get_initial_predict_state(batch_size)
+        return dict(zip([n for n, _ in self._states],
+                        tf.nest.flatten(state)))
+

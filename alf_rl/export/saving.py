@@ -1,0 +1,129 @@
+"""Writing an ``ExportedPolicy`` as a SavedModel and as a TFLite model.
+
+TFLite models are converted with TFLite's builtin ops only
+(``OpsSet.TFLITE_BUILTINS``): Flex (select TensorFlow) ops cannot be run by
+``tf.lite.Interpreter`` or ``ai-edge-litert`` from Python, so a policy that
+needs one fails to convert here, with the converter's message, rather than
+later on the device. Stochastic exports take their noise as an input, so
+they convert with builtins too.
+"""
+
+import os
+import shutil
+import tempfile
+from typing import Any, List
+
+import tensorflow as tf
+
+from alf_rl.export.policy_module import (ACTION_SIGNATURE,
+                                         INITIAL_STATE_SIGNATURE,
+                                         ExportedPolicy)
+
+FORMATS = ('saved_model', 'tflite', 'both')
+
+
+def save_policy(policy: ExportedPolicy, path: str) -> str:
+    """Writes ``policy`` as a SavedModel directory.
+
+    Args:
+        policy: the exported policy module.
+        path: directory to write (created; replaced when it exists).
+    Returns:
+        ``path``.
+    """
+    if os.path.isdir(path):
+        shutil.rmtree(path)
+    tf.saved_model.save(policy, path, signatures=policy.signatures)
+    return path
+
+
+def convert_to_tflite(saved_model_dir: str, path: str) -> str:
+    """Converts a SavedModel written by ``save_policy`` to a ``.tflite``
+    file with builtin ops only.
+
+    Args:
+        saved_model_dir: the SavedModel directory.
+        path: the ``.tflite`` file to write.
+    Returns:
+        ``path``.
+    Raises:
+        ValueError: the policy needs an op outside TFLite's builtins (the
+            converter's message says which).
+    """
+    loaded = tf.saved_model.load(saved_model_dir)
+    keys = [k for k in (ACTION_SIGNATURE, INITIAL_STATE_SIGNATURE)
+            if k in loaded.signatures]
+    del loaded
+    converter = tf.lite.TFLiteConverter.from_saved_model(saved_model_dir,
+                                                         signature_keys=keys)
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+    try:
+        content = converter.convert()
+    except Exception as e:  # the converter raises ConverterError et al.
+        text = ' '.join(str(e).split())
+        raise ValueError("the policy does not convert to TFLite with builtin "
+                         "ops only: %s" % text[:600]) from None
+    with open(path, 'wb') as f:
+        f.write(content)
+    return path
+
+
+def output_paths(out: str, export_format: str) -> List[str]:
+    """Where ``export_policy`` writes for ``--out`` and ``--format``.
+
+    ``out`` without a ``.tflite`` suffix names the SavedModel directory;
+    the TFLite file is ``out + '.tflite'`` (``out`` itself when it already
+    ends in ``.tflite``, the SavedModel then being ``out`` without it).
+
+    Args:
+        out: the ``--out`` path.
+        export_format: one of ``FORMATS``.
+    Returns:
+        The paths written, SavedModel first.
+    Raises:
+        ValueError: an unknown format.
+    """
+    if export_format not in FORMATS:
+        raise ValueError("--format must be one of %s, got %r" %
+                         ('|'.join(FORMATS), export_format))
+    base = out[:-len('.tflite')] if out.endswith('.tflite') else out
+    paths = []
+    if export_format in ('saved_model', 'both'):
+        paths.append(base)
+    if export_format in ('tflite', 'both'):
+        paths.append(base + '.tflite')
+    return paths
+
+
+def export_policy(algorithm: Any, out: str, export_format: str = 'both',
+                  stochastic: bool = False) -> List[str]:
+    """Exports the policy of a (restored) algorithm.
+
+    Args:
+        algorithm: a built ``RLAlgorithm`` with its trained values.
+        out: output path (see ``output_paths``).
+        export_format: ``'saved_model'``, ``'tflite'`` or ``'both'``.
+        stochastic: export sampling with noise inputs instead of the greedy
+            ``predict`` (see ``ExportedPolicy``).
+    Returns:
+        The paths written.
+    Raises:
+        ValueError: an unknown format, ``stochastic`` for a policy without
+            an action distribution, or a policy that needs non-builtin
+            TFLite ops.
+    """
+    paths = output_paths(out, export_format)
+    policy = ExportedPolicy(algorithm, stochastic=stochastic)
+    if export_format != 'tflite':
+        save_policy(policy, paths[0])
+        saved_model_dir, tmp = paths[0], None
+    else:
+        tmp = tempfile.mkdtemp(prefix='alf_export_')
+        saved_model_dir = save_policy(policy, os.path.join(tmp, 'policy'))
+    try:
+        if export_format != 'saved_model':
+            convert_to_tflite(saved_model_dir, paths[-1])
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return paths
