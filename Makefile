@@ -1,12 +1,20 @@
 # Two entry points that work on a fresh machine with Python 3.11 and pip:
 #   make train   installs into .venv and trains A2C on CartPole-v1
-#   make test    installs into .venv (with the test and dist extras: pytest,
-#                Ray) and runs the suite
+#   make test    installs into .venv (with the test, dist and export extras:
+#                pytest, Ray, LiteRT) and runs the suite; then a quick part
+#                of it on Python 3.13 when an interpreter is found
 PYTHON ?= python3.11
 VENV ?= .venv
 ROOT_DIR ?= runs/ac_cart_pole
 
-.PHONY: install install-test train test clean
+# A quick part of the suite (imports, unit tests, one short training) also
+# runs on Python 3.13 when an interpreter is found; skipped, with a line
+# saying so, where there is none.
+PY313 ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13) $(shell command -v python3.13 2>/dev/null))
+VENV313 ?= .venv313
+QUICK_TESTS ?= tests/test_structure.py tests/ops tests/metrics tests/utils tests/replay tests/networks 'tests/test_examples.py::test_example_trains_briefly[ac_cart_pole.gin]'
+
+.PHONY: install install-test train test test-py313 clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -16,13 +24,25 @@ install: $(VENV)/bin/python
 	$(VENV)/bin/pip install -q -e .
 
 install-test: $(VENV)/bin/python
-	$(VENV)/bin/pip install -q -e '.[test,dist]'
+	$(VENV)/bin/pip install -q -e '.[test,dist,export]'
 
 train: install
 	$(VENV)/bin/alf-train --gin_file examples/ac_cart_pole.gin --root_dir $(ROOT_DIR)
 
 test: install-test
 	$(VENV)/bin/python -m pytest -n 2 -q tests
+	$(MAKE) test-py313
+
+test-py313:
+	@if [ -z "$(PY313)" ]; then \
+		echo "make test: no Python 3.13 interpreter (looked for ~/.pyenv/versions/3.13*/bin/python3.13 and python3.13 on PATH): 3.13 quick suite skipped"; \
+	else \
+		echo "make test: quick suite on $$($(PY313) --version) ($(PY313))" && \
+		$(PY313) -m venv $(VENV313) && \
+		$(VENV313)/bin/pip install -q --upgrade pip && \
+		$(VENV313)/bin/pip install -q -e '.[test]' && \
+		$(VENV313)/bin/python -m pytest -n 2 -q -p no:cacheprovider $(QUICK_TESTS); \
+	fi
 
 clean:
-	rm -rf $(VENV) runs *.egg-info
+	rm -rf $(VENV) $(VENV313) runs *.egg-info
