@@ -299,6 +299,11 @@ class SacAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
                                     float(target_entropy))
 
     @property
+    def actor_network(self) -> Any:
+        """The network mapping observations to action distributions."""
+        return self._actor_network
+
+    @property
     def target_entropy(self) -> float:
         """float: the entropy the temperature steers towards."""
         return self._target_entropy

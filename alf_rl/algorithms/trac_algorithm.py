@@ -150,6 +150,11 @@ class TracAlgorithm(OnPolicyAlgorithm):
 
     # ------------------------------------------------------------ delegation
     @property
+    def actor_network(self) -> Any:
+        """The actor network of the wrapped actor-critic algorithm."""
+        return self._ac_algorithm.actor_network
+
+    @property
     def ac_algorithm(self) -> ActorCriticAlgorithm:
         """The wrapped algorithm."""
         return self._ac_algorithm

@@ -86,10 +86,7 @@ def _batch_spec(name: str, spec: tf.TensorSpec) -> tf.TensorSpec:
 
 def _actor_network(algorithm: Any) -> Any:
     """The actor network (``observation -> (distributions, state)``)."""
-    inner = getattr(algorithm, '_ac_algorithm', algorithm)  # TracAlgorithm
-    network = getattr(inner, 'actor_network', None)
-    if network is None:
-        network = getattr(inner, '_actor_network', None)
+    network = getattr(algorithm, 'actor_network', None)
     if network is None:
         raise ValueError(
             "stochastic export: %s has no actor network (a Q-argmax "
