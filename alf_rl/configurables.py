@@ -8,6 +8,8 @@ import tf_keras  # noqa: F401
 import gin
 
 import alf_rl.algorithms  # noqa: F401
+# RayConfig (imports neither Ray nor TensorFlow).
+import alf_rl.distributed.ray_actors  # noqa: F401
 import alf_rl.environments  # noqa: F401
 import alf_rl.environments.gym_wrappers  # noqa: F401
 import alf_rl.networks  # noqa: F401

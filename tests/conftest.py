@@ -5,6 +5,9 @@ import os
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
 os.environ.setdefault('SDL_VIDEODRIVER', 'dummy')
 os.environ.setdefault('TF_NUM_INTEROP_THREADS', '1')  # as the CLI does
+# Ray (the [dist] tests): no token file under ~/.ray, no usage reporting.
+os.environ.setdefault('RAY_AUTH_MODE', 'disabled')
+os.environ.setdefault('RAY_USAGE_STATS_ENABLED', '0')
 
 import gin  # noqa: E402
 import pytest  # noqa: E402

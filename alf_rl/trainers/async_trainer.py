@@ -201,9 +201,9 @@ class AsyncOffPolicyTrainer(OffPolicyTrainer):
     def _train_iterations(self, num_iterations):
         c = self._config
         driver = self._driver
-        if not driver.started:
-            driver.start(int(self._iteration.numpy()))
         try:
+            if not driver.started:
+                driver.start(int(self._iteration.numpy()))
             if c.initial_collect_steps and not c.clear_replay_buffer:
                 while (int(self._replayer.buffer.total_size) <
                        c.initial_collect_steps):

@@ -1,0 +1,757 @@
+"""Ray actors: rollout workers in other processes and on other machines.
+
+``RayActorPool`` is the actor pool of ``AsyncOffPolicyTrainer(actors='ray')``
+(same five methods as ``ThreadActorPool``): each actor is a Ray actor
+process that parses the learner's gin config, builds its own B
+environments and a copy of the algorithm (TensorFlow is imported there,
+with its start-up notices silenced) and runs a ``RolloutWorker``. Ray is
+the engine (the ``[dist]`` extra): scheduling, the object store, restarts.
+Importing this module does not import Ray.
+
+Data flow:
+
+- weights, learner -> actors: ``publish`` keeps the newest; a collector
+  thread ``ray.put``s it once per broadcast (at most one every
+  ``RayConfig.broadcast_interval_secs``) and passes the same object
+  reference with every actor's next request; an actor fetches it only when
+  its version changed.
+- experience, actors -> learner: one unroll request is in flight per actor;
+  the collector ``ray.wait``s on them and moves each ``ActorMessage``
+  (numpy nests, [B, K, ...]) into a bounded queue. While the queue is full
+  it requests nothing more (backpressure), so at most ``queue_size +
+  num_actors`` messages exist.
+
+Faults: an actor process that dies (crash, out of memory, its node lost)
+is restarted by Ray (``RayConfig.max_restarts``, which re-runs its
+constructor); the pool counts it (``ray/actor_restarts``), hands the
+restarted actor the newest weights and the rollout-owned values of its
+last message, and goes on. One more death than ``max_restarts`` for the
+same actor, an actor that cannot start (e.g. a gin or environment error in
+its constructor), or an exception raised by an actor's environment stop
+training with an ``ActorFailedError`` naming the actor.
+
+Configuration (gin, ``RayConfig``), e.g. to run ``sac_pendulum.gin`` on
+four Ray actors of a local Ray instance::
+
+    TrainerConfig.trainer = @AsyncOffPolicyTrainer
+    AsyncOffPolicyTrainer.actors = 'ray'
+    AsyncOffPolicyTrainer.num_actors = 4
+
+and ``RayConfig.address = 'auto'`` to use a cluster started with ``ray
+start`` (see ``docs/distributed.md``).
+"""
+
+import contextlib
+import importlib
+import logging
+import os
+import pickle
+import queue
+import re
+import socket
+import sys
+import tempfile
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence
+
+import gin
+import numpy as np
+
+if TYPE_CHECKING:  # for annotations; imported where used (TensorFlow)
+    from alf_rl.drivers.rollout_worker import ActorMessage
+
+# Seconds to wait for actors to build their environments and policies
+# (TensorFlow import and tracing: ~10-20 s each on a busy 2-core machine).
+_START_TIMEOUT = 600.0
+# Seconds each actor gets to close its environments at ``close()``.
+_CLOSE_TIMEOUT = 10.0
+# Seconds between requests to an actor that Ray is restarting.
+_RETRY_SECS = 0.5
+
+
+def _import_ray() -> Any:
+    """``import ray``, or one line saying how to install it."""
+    try:
+        import ray
+    except ImportError as e:
+        raise ImportError(
+            "Ray actors need Ray: pip install alf_rl[dist] (%s)" % e) from e
+    return ray
+
+
+@gin.configurable
+class RayConfig(object):
+    """Where and how the Ray actors run.
+
+    Args:
+        address: None: start a local Ray instance in this process (shut
+            down when training ends); ``'auto'``: connect to the cluster
+            ``ray start`` started on this machine; ``'host:port'``: connect
+            to that cluster's head node. If Ray is already initialized in
+            this process (``ray.init`` called by the user) that instance is
+            used and left running.
+        num_cpus: logical CPUs of a local instance (None: the machine's
+            cores, or ``num_actors * num_cpus_per_actor`` if more: actors
+            mostly wait on their environments).
+        num_cpus_per_actor: Ray CPUs each actor reserves (0.5 packs two per
+            CPU); also its TensorFlow intra-op threads (at least 1).
+        object_store_memory: bytes of a local instance's object store (Ray's
+            default takes 30% of memory; weights and messages need little).
+            A cluster's nodes set theirs with ``ray start
+            --object-store-memory``.
+        max_restarts: how many times Ray restarts one actor whose process
+            died; one death more stops training.
+        broadcast_interval_secs: at most one ``ray.put`` of new weights per
+            this many seconds (0: every request carries the newest).
+        include_dashboard: start Ray's dashboard with a local instance.
+    Raises:
+        TypeError, ValueError: a setting of the wrong type or range.
+    """
+
+    def __init__(self,
+                 address: Optional[str] = None,
+                 num_cpus: Optional[int] = None,
+                 num_cpus_per_actor: float = 1.0,
+                 object_store_memory: int = 200 * 1024 * 1024,
+                 max_restarts: int = 3,
+                 broadcast_interval_secs: float = 0.0,
+                 include_dashboard: bool = False):
+        if address is not None and not isinstance(address, str):
+            raise TypeError("RayConfig.address: expected None, 'auto' or "
+                            "'host:port', got %r" % (address, ))
+        for name, value, low in (('num_cpus', num_cpus or 1, 1),
+                                 ('num_cpus_per_actor', num_cpus_per_actor,
+                                  0),
+                                 ('object_store_memory', object_store_memory,
+                                  1),
+                                 ('max_restarts', max_restarts, 0),
+                                 ('broadcast_interval_secs',
+                                  broadcast_interval_secs, 0)):
+            if isinstance(value, bool) or not isinstance(value,
+                                                         (int, float)):
+                raise TypeError("RayConfig.%s: expected a number, got %r" %
+                                (name, value))
+            if value < low:
+                raise ValueError("RayConfig.%s must be >= %s, got %r" %
+                                 (name, low, value))
+        self.address = address
+        self.num_cpus = num_cpus
+        self.num_cpus_per_actor = float(num_cpus_per_actor)
+        self.object_store_memory = int(object_store_memory)
+        self.max_restarts = int(max_restarts)
+        self.broadcast_interval_secs = float(broadcast_interval_secs)
+        self.include_dashboard = bool(include_dashboard)
+
+
+def _connect(config: RayConfig, cpus_needed: float) -> bool:
+    """Starts or connects to Ray as ``config`` says; True if this call did
+    (then ``ray.shutdown()`` undoes it). Raises ``ValueError`` when the
+    cluster has fewer CPUs than the actors reserve (they would wait for
+    ever)."""
+    ray = _import_ray()
+    started = False
+    if not ray.is_initialized():
+        # Read when Ray starts; a cluster's nodes take theirs from
+        # `ray start --disable-usage-stats` or their own environment.
+        os.environ.setdefault('RAY_USAGE_STATS_ENABLED', '0')
+        if config.address is None:
+            cpus = config.num_cpus or max(os.cpu_count() or 1,
+                                          int(np.ceil(cpus_needed)))
+            ray.init(address='local', num_cpus=cpus,
+                     object_store_memory=config.object_store_memory,
+                     include_dashboard=config.include_dashboard)
+        else:
+            ray.init(address=config.address)
+        started = True
+    available = ray.cluster_resources().get('CPU', 0.0)
+    if available < cpus_needed:
+        if started:
+            ray.shutdown()
+        raise ValueError(
+            "RayConfig: the Ray cluster has %g CPUs, the actors reserve %g "
+            "(num_actors x RayConfig.num_cpus_per_actor): add nodes, or "
+            "lower num_cpus_per_actor (0.5 packs two actors per CPU)" %
+            (available, cpus_needed))
+    return started
+
+
+def _runtime_env(config: RayConfig) -> Dict[str, Any]:
+    """The actors' environment variables: this process's ``sys.path`` (its
+    user modules, e.g. a test's or a script's, importable on this
+    machine's actors), TensorFlow quiet and with one intra-op thread per
+    reserved CPU."""
+    prefixes = tuple({sys.prefix, sys.base_prefix, sys.exec_prefix})
+    paths = [os.path.abspath(p or os.getcwd()) for p in sys.path]
+    paths = [p for p in paths if not p.startswith(prefixes)]
+    paths += [p for p in os.environ.get('PYTHONPATH', '').split(os.pathsep)
+              if p and p not in paths]
+    threads = str(max(1, int(np.ceil(config.num_cpus_per_actor))))
+    env_vars = {
+        'PYTHONPATH': os.pathsep.join(dict.fromkeys(paths)),
+        'TF_CPP_MIN_LOG_LEVEL': os.environ.get('TF_CPP_MIN_LOG_LEVEL', '3'),
+        'TF_NUM_INTEROP_THREADS': os.environ.get('TF_NUM_INTEROP_THREADS',
+                                                 '1'),
+        'TF_NUM_INTRAOP_THREADS': os.environ.get('TF_NUM_INTRAOP_THREADS',
+                                                 threads),
+    }
+    return {'env_vars': env_vars}
+
+
+def _gin_modules() -> List[str]:
+    """The alf_rl modules this process imported (the actors import them
+    before parsing the gin config, so every configurable it names is
+    registered); ``alf_rl.bin`` left out (command-line scripts)."""
+    return sorted(m for m in list(sys.modules)
+                  if m.startswith('alf_rl.') and
+                  not m.startswith('alf_rl.bin'))
+
+
+def _one_line(error: BaseException) -> str:
+    """``'RuntimeError: <last line of its message>'``."""
+    text = getattr(error, 'message', None) or str(error)
+    lines = [l.strip() for l in text.strip().splitlines() if l.strip()]
+    return '%s: %s' % (type(error).__name__, lines[-1] if lines else '')
+
+
+def _actor_failed(message: str, actor_index: int,
+                  env_error: Optional[BaseException] = None) -> Exception:
+    """An ``ActorFailedError``. The driver modules are imported where used:
+    they import TensorFlow, which an actor imports quietly first."""
+    from alf_rl.drivers.async_off_policy_driver import ActorFailedError
+    return ActorFailedError(message, actor_index, env_error)
+
+
+def _describe(actor_index: int, batch_size: int) -> str:
+    """``describe_actor``: ``'actor 1 (environments 8-15)'``."""
+    from alf_rl.drivers.async_off_policy_driver import describe_actor
+    return describe_actor(actor_index, batch_size)
+
+
+# TensorFlow's start-up notices (printed before its log level applies).
+_TF_NOISE = re.compile(
+    r'^(WARNING: All log messages before absl::InitializeLog|[IW]\d{4} |'
+    r'E\d{4} .*(cuInit|cuda)|To enable the following instructions)')
+
+
+@contextlib.contextmanager
+def _tensorflow_notices_dropped() -> Any:
+    """Sends file descriptor 2 to a temporary file for the block, then
+    writes back its lines but TensorFlow's start-up notices (genuine errors
+    and warnings still show). As ``alf_rl.bin.quiet`` does for the command
+    line, which this layer cannot import."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode='w+b') as capture:
+        os.dup2(capture.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            capture.seek(0)
+            text = capture.read().decode('utf-8', 'replace')
+            for line in text.splitlines():
+                if line.strip() and not _TF_NOISE.match(line):
+                    print(line, file=sys.stderr)
+
+
+def _import_tensorflow_quietly() -> None:
+    """Imports TensorFlow and TFP and starts TensorFlow's runtime (device
+    discovery and the first op print CUDA notices) with the notices
+    dropped; then TensorFlow's and absl's Python loggers at ERROR/WARNING."""
+    with _tensorflow_notices_dropped():
+        # TFP first: imported after TensorFlow it loads its experimental
+        # package eagerly (slower start-up; see alf_rl.bin.quiet).
+        import tensorflow_probability  # noqa: F401
+        import tensorflow as tf
+        tf.config.list_physical_devices()
+        tf.constant(0)
+    tf.get_logger().setLevel('ERROR')
+    from absl import logging as absl_logging
+    absl_logging.set_verbosity(absl_logging.WARNING)
+
+
+class _ActorFailure(object):
+    """What an actor returns instead of a message when its unroll raised:
+    the error's one-line text and, if it pickles, the error itself."""
+
+    def __init__(self, text: str, error: Optional[BaseException]):
+        self.text = text
+        self.error = error
+
+
+class _RolloutActor(object):
+    """A ``RolloutWorker`` in a Ray actor process (``ray.remote`` of this
+    class is made in ``RayActorPool``).
+
+    Args:
+        setup: ``actor_index``, ``env_seed``, ``worker_seed``,
+            ``unroll_length``, ``use_tf_functions``, ``gin_config``,
+            ``gin_modules`` and ``code``: ``(algorithm_ctor, env_factory)``
+            pickled by the learner (unpickling imports their modules, and so
+            TensorFlow, which must come after the quiet import here).
+    """
+
+    def __init__(self, setup: Dict[str, Any]):
+        _import_tensorflow_quietly()
+        from alf_rl.drivers.rollout_worker import RolloutWorker
+        from alf_rl.environments.utils import create_environment
+        for name in setup['gin_modules']:
+            importlib.import_module(name)
+        gin.parse_config(setup['gin_config'])
+        algorithm_ctor, factory = pickle.loads(setup['code'])
+        seed = setup['env_seed']
+        env = (create_environment(seed=seed) if factory is None else
+               factory(seed))
+        algorithm = algorithm_ctor(observation_spec=env.observation_spec(),
+                                   action_spec=env.action_spec())
+        self._worker = RolloutWorker(env, algorithm, setup['actor_index'],
+                                     setup['unroll_length'],
+                                     setup['worker_seed'],
+                                     setup['use_tf_functions'])
+
+    def describe(self) -> Dict[str, Any]:
+        """Its variables' signature, batch size and where it runs."""
+        return dict(self.where(),
+                    signature=self._worker.variable_signature(),
+                    batch_size=self._worker.batch_size)
+
+    def where(self) -> Dict[str, Any]:
+        """``{'pid', 'node_id', 'hostname'}`` of this actor's process."""
+        import ray
+        return {'pid': os.getpid(),
+                'node_id': ray.get_runtime_context().get_node_id(),
+                'hostname': socket.gethostname()}
+
+    def unroll(self, version: int, weights_ref: List[Any],
+               rollout_owned: Optional[List[np.ndarray]]) -> Any:
+        """Loads the weights if their version changed (or rollout-owned
+        values are given: after a start or restart), then unrolls.
+
+        Args:
+            version: the learner's version of the weights.
+            weights_ref: ``[ObjectRef]`` of the weights (in a list so that
+                Ray does not fetch them for every call).
+            rollout_owned: values of the rollout-owned variables, or None.
+        Returns:
+            ``ActorMessage`` of numpy arrays, or ``_ActorFailure`` when the
+            environment (or the policy) raised.
+        """
+        import ray
+        worker = self._worker
+        try:
+            if version != worker.policy_version or rollout_owned is not None:
+                worker.set_weights(version, ray.get(weights_ref[0]),
+                                   rollout_owned)
+            return worker.unroll(as_numpy=True)
+        except Exception as e:  # reported to the learner, which stops
+            error = worker.env.last_error or e
+            try:
+                pickle.dumps(error)
+            except Exception:
+                error = None
+            return _ActorFailure(_one_line(worker.env.last_error or e),
+                                 error)
+
+    def close(self) -> None:
+        """Closes the environments."""
+        self._worker.close()
+
+
+def _pickled(algorithm_ctor: Callable[..., Any],
+             env_factory: Optional[Callable[[int], Any]]) -> bytes:
+    """``(algorithm_ctor, env_factory)`` pickled with Ray's cloudpickle
+    (functions of ``__main__`` and lambdas by value, others by module and
+    name). Raises ``TypeError`` naming what does not pickle."""
+    from ray import cloudpickle
+    for name, value in (('algorithm_ctor', algorithm_ctor),
+                        ('env_factory', env_factory)):
+        try:
+            cloudpickle.dumps(value)
+        except Exception as e:
+            raise TypeError(
+                "RayActorPool: %s %r cannot be sent to Ray actors (%s); use "
+                "a module-level function or class" %
+                (name, value, _one_line(e))) from e
+    return cloudpickle.dumps((algorithm_ctor, env_factory))
+
+
+def _check_counts(**counts: int) -> None:
+    """Raises ``ValueError`` naming the first of ``counts`` below 1."""
+    for name, value in counts.items():
+        if int(value) < 1:
+            raise ValueError("RayActorPool: %s must be >= 1, got %r" %
+                             (name, value))
+
+
+class RayActorPool(object):
+    """Actors as Ray actors (see the module docstring).
+
+    Created by ``AsyncOffPolicyTrainer(actors='ray')``; starts (or connects
+    to) Ray and creates the actors at once, so that they build their
+    environments and policies while the learner builds its own.
+
+    Args:
+        num_actors: actors, each with its own B environments.
+        unroll_length: K, steps per environment per message.
+        run_seed: the run's seed: actor 0's environments get it, actor i's
+            ``make_worker_seed(run_seed, i)`` (as thread actors).
+        algorithm_ctor: the learner's algorithm constructor
+            (``(observation_spec=, action_spec=) -> RLAlgorithm``); it must
+            pickle (a module-level function or class, or gin's).
+        env_factory: ``(seed) -> TFEnvironment`` that pickles, or None: the
+            gin-configured ``create_environment(seed=...)``.
+        batch_size: B the learner expects of every actor.
+        queue_size: messages that may wait for the learner (>= 1).
+        learner_variables: ``(name, shape, dtype name)`` of the learner's
+            published variables; every actor's must match.
+        use_tf_functions: compile the actors' unrolls.
+        config: where and how to run; None: ``RayConfig()`` (gin).
+    Raises:
+        ImportError: Ray is not installed.
+        TypeError: ``algorithm_ctor`` or ``env_factory`` does not pickle.
+        ValueError: a setting out of range, or a cluster with too few CPUs.
+    """
+
+    def __init__(self,
+                 num_actors: int,
+                 unroll_length: int,
+                 run_seed: int,
+                 algorithm_ctor: Callable[..., Any],
+                 env_factory: Optional[Callable[[int], Any]],
+                 batch_size: int,
+                 queue_size: int,
+                 learner_variables: Sequence[tuple],
+                 use_tf_functions: bool = True,
+                 config: Optional[RayConfig] = None):
+        _check_counts(num_actors=num_actors, unroll_length=unroll_length,
+                      batch_size=batch_size, queue_size=queue_size)
+        if env_factory is not None and not callable(env_factory):
+            raise TypeError("RayActorPool: env_factory must be a (seed) -> "
+                            "TFEnvironment factory or None, got %r" %
+                            (env_factory, ))
+        self._config = config or RayConfig()
+        self._ray = _import_ray()
+        self._batch = int(batch_size)
+        self._learner_variables = list(learner_variables)
+        self._queue = queue.Queue(maxsize=int(queue_size))
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._failures = []
+        self._latest = None  # (version, weights) published last
+        self._broadcast = (None, None, 0.0)  # (version, ObjectRef, time)
+        self._thread = None
+        self._restarts = 0
+        self._broadcasts = 0
+        self._fetch_seconds = []
+        n = self._num_actors = int(num_actors)
+        self._actors = []
+        self._started_ray = _connect(
+            self._config, n * self._config.num_cpus_per_actor)
+        try:
+            self._actors = self._create_actors(n, dict(
+                unroll_length=int(unroll_length),
+                code=_pickled(algorithm_ctor, env_factory),
+                use_tf_functions=bool(use_tf_functions),
+                gin_config=gin.config_str(),
+                gin_modules=_gin_modules()), int(run_seed))
+        except BaseException:
+            self.close()
+            raise
+        self._deaths = [0] * n
+        self._alive = [False] * n
+        self._owned = [None] * n  # rollout-owned values of the last message
+        self._push_owned = [None] * n  # to send with the next request
+
+    def _create_actors(self, num_actors, common, run_seed):
+        from alf_rl.drivers.rollout_worker import make_worker_seed
+        cls = self._ray.remote(_RolloutActor)
+        options = dict(num_cpus=self._config.num_cpus_per_actor,
+                       max_restarts=self._config.max_restarts,
+                       max_task_retries=0,
+                       runtime_env=_runtime_env(self._config))
+        actors = []
+        for i in range(num_actors):
+            seed = make_worker_seed(run_seed, i)
+            setup = dict(common, actor_index=i, worker_seed=seed,
+                         env_seed=run_seed if i == 0 else seed)
+            actors.append(cls.options(**options).remote(setup))
+        return actors
+
+    @property
+    def num_actors(self) -> int:
+        """The number of actors."""
+        return self._num_actors
+
+    @property
+    def batch_size(self) -> int:
+        """B, environments per actor."""
+        return self._batch
+
+    def start(self, version: int, weights: List[Any],
+              rollout_owned: List[Any]) -> None:
+        """Waits for the actors to be built, checks their variables against
+        the learner's and starts collecting.
+
+        Args:
+            version: the learner's version of ``weights``.
+            weights: ``snapshot(publishable_variables(learner))``.
+            rollout_owned: the learner's values of the rollout-owned
+                variables (a resumed run's actors continue from them).
+        Raises:
+            ActorFailedError: an actor could not start (its constructor
+                raised: one line of why) or did not within 10 minutes.
+            ValueError: an actor's variables or batch size differ from the
+                learner's.
+        """
+        from alf_rl.drivers.rollout_worker import check_same_variables
+        infos = [self._wait_for(i, a.describe.remote())
+                 for i, a in enumerate(self._actors)]
+        for i, info in enumerate(infos):
+            where = _describe(i, self._batch)
+            check_same_variables(self._learner_variables, info['signature'],
+                                 where)
+            if info['batch_size'] != self._batch:
+                raise ValueError(
+                    "%s: has %d environments, the learner expects %d: build "
+                    "them with the same create_environment settings" %
+                    (where, info['batch_size'], self._batch))
+        owned = [np.asarray(x) for x in rollout_owned]
+        self._owned = [owned] * self.num_actors
+        self._push_owned = [owned] * self.num_actors
+        self._alive = [True] * self.num_actors
+        self.publish(version, weights)
+        self._thread = threading.Thread(target=self._collect,
+                                        name='alf_rl-ray-collector',
+                                        daemon=True)
+        self._thread.start()
+
+    def _wait_for(self, index, ref):
+        ray = self._ray
+        try:
+            return ray.get(ref, timeout=_START_TIMEOUT)
+        except ray.exceptions.GetTimeoutError:
+            raise _actor_failed(
+                "%s did not start within %.0f s (is the cluster short of "
+                "CPUs or memory? see `ray status`)" %
+                (_describe(index, self._batch), _START_TIMEOUT), index)
+        except ray.exceptions.RayActorError as e:
+            raise _actor_failed(
+                "%s could not start: %s" % (_describe(
+                    index, self._batch), _one_line(e)), index) from e
+
+    def publish(self, version: int, weights: List[Any]) -> None:
+        """Makes ``weights`` the newest; they reach the actors with their
+        next requests (one ``ray.put`` per broadcast).
+
+        Args:
+            version: the learner's version (update count) of ``weights``.
+            weights: immutable tensors (``snapshot``) or arrays in
+                ``publishable_variables`` order.
+        """
+        with self._lock:
+            self._latest = (int(version), weights)
+
+    def _weights(self):
+        """``(version, ObjectRef)`` of the weights to send: the newest,
+        put into the object store once per broadcast interval."""
+        with self._lock:
+            version, weights = self._latest
+        sent, ref, when = self._broadcast
+        now = time.time()
+        if version != sent and (ref is None or now - when >=
+                                self._config.broadcast_interval_secs):
+            ref = self._ray.put([np.asarray(w) for w in weights])
+            self._broadcast = (version, ref, now)
+            self._broadcasts += 1
+            sent = version
+        return sent, ref
+
+    def _request(self, index):
+        version, ref = self._weights()
+        owned, self._push_owned[index] = self._push_owned[index], None
+        return self._actors[index].unroll.remote(version, [ref], owned)
+
+    def _collect(self):
+        """The collector thread: one request in flight per actor; each
+        message into the queue, then that actor's next request (an actor
+        that is restarting is asked again every ``_RETRY_SECS``)."""
+        from alf_rl.drivers.async_off_policy_driver import ActorFailedError
+        ray = self._ray
+        pending = {}
+        retry = {i: 0.0 for i in range(self.num_actors)}  # index -> when
+        try:
+            while not self._stop.is_set():
+                for index, when in list(retry.items()):
+                    if time.time() >= when:
+                        del retry[index]
+                        pending[self._request(index)] = index
+                if not pending:
+                    time.sleep(0.05)
+                    continue
+                ready, _ = ray.wait(list(pending), num_returns=1,
+                                    timeout=0.1)
+                for ref in ready:
+                    index = pending.pop(ref)
+                    message = self._fetch(index, ref)
+                    if message is None:
+                        retry[index] = time.time() + _RETRY_SECS
+                    elif self._put(message):
+                        pending[self._request(index)] = index
+                    else:
+                        return
+        except ActorFailedError as e:
+            self._failures.append(e)
+        except Exception as e:  # a Ray failure of the learner's side
+            if not self._stop.is_set():
+                self._failures.append(_actor_failed(
+                    "the Ray actor pool failed: %s" % _one_line(e), -1, e))
+
+    def _fetch(self, index, ref):
+        """The message ``ref`` holds, or None when its actor is unavailable
+        (restarting). Raises ``ActorFailedError`` for an environment error
+        or an actor Ray will not restart."""
+        ray = self._ray
+        begin = time.time()
+        try:
+            result = ray.get(ref)
+        except ray.exceptions.ActorDiedError as e:
+            raise self._died(index, e) from e
+        except ray.exceptions.RayActorError as e:
+            self._unavailable(index, e)
+            return None
+        self._fetch_seconds.append(time.time() - begin)
+        if isinstance(result, _ActorFailure):
+            raise _actor_failed(
+                '%s failed: %s' % (_describe(index, self._batch),
+                                   result.text), index, result.error)
+        self._owned[index] = result.rollout_owned
+        self._alive[index] = True
+        return result
+
+    def _died(self, index, error):
+        """The ``ActorFailedError`` of an actor that is dead for good."""
+        where = _describe(index, self._batch)
+        if error.actor_init_failed:
+            return _actor_failed(
+                '%s could not start: %s' % (where, _one_line(error)), index)
+        return _actor_failed(
+            "%s: its process died and Ray restarts it no more "
+            "(RayConfig.max_restarts=%d, restarted %d times); %s" %
+            (where, self._config.max_restarts, self._deaths[index],
+             _one_line(error)), index)
+
+    def _unavailable(self, index, error):
+        """An actor's call failed because its process died (Ray restarts
+        it) or while it is restarting: counts the death once."""
+        # The restarted actor starts from scratch: its next request carries
+        # its last message's rollout-owned values, and it loads the
+        # weights (its version is unset).
+        self._push_owned[index] = self._owned[index]
+        if not self._alive[index]:
+            return  # still restarting
+        self._alive[index] = False
+        self._deaths[index] += 1
+        self._restarts += 1
+        logging.warning(
+            "%s: its process died or is unreachable (%s); Ray restarts it "
+            "(restart %d, RayConfig.max_restarts=%d)",
+            _describe(index, self._batch), _one_line(error),
+            self._deaths[index], self._config.max_restarts)
+
+    def _put(self, message):
+        """Queues ``message`` (waiting while the queue is full); False if
+        the pool was closed meanwhile."""
+        while not self._stop.is_set():
+            try:
+                self._queue.put(message, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def get(self, timeout: float) -> 'ActorMessage':
+        """The next message of any actor.
+
+        Args:
+            timeout: seconds to wait for one.
+        Returns:
+            ``ActorMessage`` whose experience is a numpy nest [B, K, ...].
+        Raises:
+            ActorFailedError: an actor failed (naming it and its
+                environments), or none sent a message within ``timeout``.
+        """
+        deadline = time.time() + timeout
+        while True:
+            if self._failures:
+                raise self._failures[0]
+            try:
+                return self._queue.get(timeout=0.05)
+            except queue.Empty:
+                if time.time() > deadline:
+                    raise _actor_failed(
+                        "no Ray actor sent experience for %.0f s (%d of %d "
+                        "alive); an environment may hang" %
+                        (timeout, sum(self._alive), self.num_actors), -1)
+
+    def stats(self) -> Dict[str, float]:
+        """Pool summaries: messages waiting (``async/queue_size``), actor
+        restarts so far, actors alive (not waiting for a restart), weight
+        broadcasts and mean seconds of ``ray.get`` per message since the
+        last call."""
+        fetch, self._fetch_seconds = self._fetch_seconds, []
+        broadcasts, self._broadcasts = self._broadcasts, 0
+        result = {
+            'async/queue_size': float(self._queue.qsize()),
+            'ray/actor_restarts': float(self._restarts),
+            'ray/actors_alive': float(sum(self._alive)),
+            'ray/weight_broadcasts': float(broadcasts),
+        }
+        if fetch:
+            result['ray/fetch_seconds_mean'] = float(np.mean(fetch))
+        return result
+
+    def actor_nodes(self, timeout: float = 120.0) -> List[Dict[str, Any]]:
+        """Where each actor runs now.
+
+        Args:
+            timeout: seconds to wait (an actor answers after its current
+                unroll; one that Ray is restarting, once it is up again).
+        Returns:
+            one ``{'pid', 'node_id', 'hostname'}`` per actor, in order.
+        Raises:
+            ray.exceptions.RayActorError: an actor is dead, or still
+                unavailable after ``timeout``.
+        """
+        ray = self._ray
+        deadline = time.time() + timeout
+        while True:
+            try:
+                return ray.get([a.where.remote() for a in self._actors],
+                               timeout=timeout)
+            except ray.exceptions.ActorUnavailableError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(_RETRY_SECS)
+
+    def close(self) -> None:
+        """Stops collecting, lets each actor close its environments (10 s
+        at most), kills the actors and, if this pool started (or connected
+        to) Ray, ``ray.shutdown()``. Safe to call twice."""
+        ray = self._ray
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=60)
+            self._thread = None
+        if self._actors and ray.is_initialized():
+            closing = [a.close.remote() for a in self._actors]
+            ray.wait(closing, num_returns=len(closing),
+                     timeout=_CLOSE_TIMEOUT)
+            for actor in self._actors:
+                ray.kill(actor, no_restart=True)
+        self._actors = []
+        if self._started_ray and ray.is_initialized():
+            ray.shutdown()
+        self._started_ray = False
