@@ -16,3 +16,4 @@ from alf_rl.algorithms.ppo_algorithm import PPOAlgorithm
 from alf_rl.algorithms.entropy_target_algorithm import EntropyTargetAlgorithm
 from alf_rl.algorithms.trusted_updater import TrustedUpdater
 from alf_rl.algorithms.trac_algorithm import TracAlgorithm
+from alf_rl.algorithms.mi_estimator import MIEstimator

@@ -9,7 +9,8 @@ the trainers do: ``OnPolicyDriver.run()`` for on-policy methods,
 ``alg.train(experience, ...)`` on a fixed batch of rolled-out experience
 for methods trained from replay (PPO included, as ``OffPolicyTrainer``
 trains it), ``train_complete`` on a fixed policy distribution for the
-standalone ``EntropyTargetAlgorithm``. Every case is checked for
+standalone ``EntropyTargetAlgorithm``, ``train_step`` then
+``train_complete`` on fixed (x, y) batches for ``MIEstimator``. Every case is checked for
 
 1. eager == compiled: two training iterations under the same seed, eagerly
    (``use_tf_functions=False`` / plain ``alg.train``) and compiled (the
@@ -67,7 +68,8 @@ import tf_keras
 import alf_rl.algorithms as algorithms
 from alf_rl.algorithms import (ActorCriticAlgorithm, ActorCriticLoss,
                                Algorithm, DdpgAlgorithm, DqnAlgorithm,
-                               EntropyTargetAlgorithm, OffPolicyAlgorithm,
+                               EntropyTargetAlgorithm, MIEstimator,
+                               OffPolicyAlgorithm,
                                OnPolicyAlgorithm, PPOAlgorithm, PPOLoss,
                                RLAlgorithm, SacAlgorithm, SarsaAlgorithm,
                                Td3Algorithm, TracAlgorithm, TrustedUpdater)
@@ -76,8 +78,8 @@ from alf_rl.data_structures import (LossInfo, StepType, TrainingInfo,
 from alf_rl.drivers import OnPolicyDriver
 from alf_rl.environments import suite_tf
 from alf_rl.networks import (ActorDistributionNetwork, ActorNetwork,
-                             CriticNetwork, Network, NormalProjectionNetwork,
-                             QNetwork, ValueNetwork)
+                             CriticNetwork, EncodingNetwork, Network,
+                             NormalProjectionNetwork, QNetwork, ValueNetwork)
 from alf_rl.utils.common import set_random_seed
 
 RTOL, ATOL = 1e-5, 1e-6
@@ -218,6 +220,17 @@ def _entropy_target(obs, act):
     return EntropyTargetAlgorithm(act, target_entropy=0.5), {}
 
 
+def _mi_estimator(obs, act):
+    del obs, act  # it estimates I(x; y) of its own fixed batches
+    opt = _adam()
+    alg = MIEstimator(MI_X_SPEC, MI_Y_SPEC,
+                      network_ctor=functools.partial(
+                          EncodingNetwork, fc_layer_params=HIDDEN,
+                          last_layer_size=1),
+                      estimator_type='DV', averager_rate=0.5, optimizer=opt)
+    return alg, {'all': opt}
+
+
 # ------------------------------------------------------------------ cases
 
 
@@ -230,8 +243,9 @@ class Case:
         cls: the exported class covered (``type`` of the built algorithm).
         build: ``(observation_spec, action_spec) -> (algorithm, roles)``.
         path: 'driver' (``OnPolicyDriver``), 'replay' (``alg.train`` on a
-            fixed batch) or 'loss' (``train_complete`` on a fixed
-            distribution: a sub-algorithm that can stand alone).
+            fixed batch), 'loss' (``train_complete`` on a fixed
+            distribution: a sub-algorithm that can stand alone) or 'mi'
+            (``train_step`` and ``train_complete`` on fixed (x, y)).
         action_type: of ``PolicyUnittestEnv``: 'discrete' or 'continuous'.
         tf_env: instead, this in-graph ``suite_tf`` environment (5-step
             episodes), stepped without ``tf.numpy_function``.
@@ -290,6 +304,9 @@ CASES = [
     # Sequences of 4: DQN's n-step returns over the unroll's while loop.
     Case('dqn', DqnAlgorithm, _dqn, 'replay', target_networks=1),
     Case('entropy_target', EntropyTargetAlgorithm, _entropy_target, 'loss'),
+    # DV: the one estimator with state (the moving average, in after_train);
+    # the default 'shuffle' sampler draws from the global generator.
+    Case('mi_estimator_dv', MIEstimator, _mi_estimator, 'mi'),
 ]
 
 #: Exported bases: they declare the interface and are trained only through
@@ -357,6 +374,24 @@ def _entropy_target_step(alg, logits, step_type):
     return alg.train_complete(tape, info)[0]
 
 
+MI_X_SPEC = tf.TensorSpec([2], tf.float32)
+MI_Y_SPEC = tf.TensorSpec([1], tf.float32)
+
+
+def _mi_estimator_inputs(call: int) -> Tuple[tf.Tensor, tf.Tensor]:
+    """([B, 2] x, [B, 1] y) of the ``call``-th call, y a noisy sum of x."""
+    x = tf.random.stateless_normal([BATCH_SIZE, 2], seed=[call, 0])
+    noise = tf.random.stateless_normal([BATCH_SIZE, 1], seed=[call, 1])
+    return x, tf.reduce_sum(x, -1, keepdims=True) + 0.5 * noise
+
+
+def _mi_estimator_step(alg, x, y):
+    """One update of a standalone ``MIEstimator``; the reduced loss."""
+    with tf.GradientTape() as tape:
+        step = alg.train_step((x, y))
+    return alg.train_complete(tape, TrainingInfo(info=step.info))[0]
+
+
 def _env(case: Case, env_factory):
     """A fresh environment of the case, its observations seeded with 0."""
     if case.tf_env:
@@ -392,6 +427,8 @@ class _Trainer(object):
         if case.path == 'replay':
             alg.build_optimizers()
             fn = functools.partial(alg.train, **case.train_kwargs)
+        elif case.path == 'mi':
+            fn = functools.partial(_mi_estimator_step, alg)
         else:
             fn = functools.partial(_entropy_target_step, alg)
         self._fn = tf.function(fn, autograph=False) if compiled else fn
@@ -403,6 +440,8 @@ class _Trainer(object):
             return self._driver.run()
         if self._case.path == 'replay':
             return self._fn(self._experience)
+        if self._case.path == 'mi':
+            return self._fn(*_mi_estimator_inputs(self._calls - 1))
         return self._fn(*_entropy_target_inputs(self._calls - 1))
 
 
