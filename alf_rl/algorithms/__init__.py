@@ -17,3 +17,5 @@ from alf_rl.algorithms.entropy_target_algorithm import EntropyTargetAlgorithm
 from alf_rl.algorithms.trusted_updater import TrustedUpdater
 from alf_rl.algorithms.trac_algorithm import TracAlgorithm
 from alf_rl.algorithms.mi_estimator import MIEstimator
+from alf_rl.algorithms.icm_algorithm import IcmAlgorithm
+from alf_rl.algorithms.rnd_algorithm import RNDAlgorithm

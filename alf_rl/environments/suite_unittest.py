@@ -14,11 +14,15 @@ continuous ``BoundedTensorSpec((1,), float32, 0, 1)``; observations float32
 * ``RNNPolicyUnittestEnv``: a +/-1 target shown only at FIRST (zeros after);
   from step ``gap`` of the episode onward the reward is
   ``1 - 0.5 * |2a - 1 - obs0|`` for the previous action a: needs memory.
+* ``ChainUnittestEnv``: walk right along a chain of N positions; reward 1
+  only on reaching the far end: undirected exploration fails.
 
 ``get_state``/``set_state`` give and restore an environment's whole state
 (episode step, random generator), so a checkpointed run continues them
 exactly (``TFPyEnvironment.checkpoint_state``).
 """
+
+from typing import Optional
 
 import numpy as np
 
@@ -280,3 +284,88 @@ class RNNPolicyUnittestEnv(UnittestEnv):
             return np.zeros(self._batch_size)
         return 1.0 - 0.5 * np.abs(2. * self._action_values(action) - 1. -
                                   self._observation0[:, 0])
+
+
+class ChainUnittestEnv(UnittestEnv):
+    """A long chain with one reward at its far end (hard exploration).
+
+    Positions ``0 .. length - 1``; every episode starts at 0. Action 1
+    moves right, action 0 left (position 0 stays at 0); the far end
+    ``length - 1`` is absorbing. The reward arriving with a step is 1 on
+    the one step that reaches the far end and 0 otherwise, so an
+    episode's return is 1 if it got there and 0 if not. The observation
+    is the one-hot position ``(length,)`` float32. An episode has
+    ``episode_length`` steps (FIRST and LAST included, default ``length +
+    4``): ``episode_length - 1`` actions, of which ``length - 1`` must be
+    right moves, so a uniformly random policy reaches the end with
+    probability about ``length^2 / 2^(length + 4)``. Dynamics are
+    deterministic (``seed`` is unused but kept for the common signature).
+
+    Args:
+        batch_size: B.
+        length: N >= 2, the number of positions.
+        seed: seed of the (unused) random numbers.
+        episode_length: steps per episode; >= ``length`` so the end is
+            reachable; None: ``length + 4``.
+
+    Raises:
+        ValueError: ``length < 2`` or ``episode_length < length``.
+    """
+
+    def __init__(self, batch_size: int, length: int, seed: int = 0,
+                 episode_length: Optional[int] = None):
+        if length < 2:
+            raise ValueError("ChainUnittestEnv: length must be >= 2, got %r"
+                             % (length, ))
+        if episode_length is None:
+            episode_length = length + 4
+        if episode_length < length:
+            raise ValueError(
+                "ChainUnittestEnv: episode_length must be >= length = %d "
+                "(length - 1 right moves after FIRST), got %r" %
+                (length, episode_length))
+        super().__init__(batch_size, episode_length, obs_dim=length,
+                         action_type=_DISCRETE, seed=seed)
+        self._length = int(length)
+        self._position = np.zeros(self._batch_size, np.int64)
+
+    @property
+    def length(self) -> int:
+        """int N, the number of positions."""
+        return self._length
+
+    @property
+    def position(self) -> np.ndarray:
+        """[B] int64 current positions (a copy)."""
+        return self._position.copy()
+
+    def get_state(self) -> dict:
+        """``UnittestEnv.get_state`` plus the positions."""
+        state = super().get_state()
+        state['position'] = self._position.tolist()
+        return state
+
+    def set_state(self, state: dict) -> None:
+        """Restores what ``get_state`` returned.
+
+        Args:
+            state: a dict from ``get_state`` of a chain environment with
+                the same batch size and length.
+        """
+        super().set_state(state)
+        self._position = np.asarray(state['position'], np.int64)
+
+    def _observation(self, step: int) -> np.ndarray:
+        if step == 0:
+            self._position = np.zeros(self._batch_size, np.int64)
+        observation = np.zeros((self._batch_size, self._length), np.float32)
+        observation[np.arange(self._batch_size), self._position] = 1.0
+        return observation
+
+    def _reward(self, step: int, action: np.ndarray) -> np.ndarray:
+        end = self._length - 1
+        at_end = self._position == end
+        move = np.where(self._action_values(action) > 0.5, 1, -1)
+        position = np.clip(self._position + move, 0, end)
+        self._position = np.where(at_end, end, position)
+        return ((self._position == end) & ~at_end).astype(np.float64)

@@ -10,7 +10,10 @@ the trainers do: ``OnPolicyDriver.run()`` for on-policy methods,
 for methods trained from replay (PPO included, as ``OffPolicyTrainer``
 trains it), ``train_complete`` on a fixed policy distribution for the
 standalone ``EntropyTargetAlgorithm``, ``train_step`` then
-``train_complete`` on fixed (x, y) batches for ``MIEstimator``. Every case is checked for
+``train_complete`` on fixed (x, y) batches for ``MIEstimator``, and for the
+intrinsic-reward modules (ICM, RND) ``rollout`` over a fixed [T, B] batch
+of ``PolicyUnittestEnv`` time steps (their normalizers updated) then
+``train_step`` + ``train_complete`` on it. Every case is checked for
 
 1. eager == compiled: two training iterations under the same seed, eagerly
    (``use_tf_functions=False`` / plain ``alg.train``) and compiled (the
@@ -68,7 +71,8 @@ import tf_keras
 import alf_rl.algorithms as algorithms
 from alf_rl.algorithms import (ActorCriticAlgorithm, ActorCriticLoss,
                                Algorithm, DdpgAlgorithm, DqnAlgorithm,
-                               EntropyTargetAlgorithm, MIEstimator,
+                               EntropyTargetAlgorithm, IcmAlgorithm,
+                               MIEstimator, RNDAlgorithm,
                                OffPolicyAlgorithm,
                                OnPolicyAlgorithm, PPOAlgorithm, PPOLoss,
                                RLAlgorithm, SacAlgorithm, SarsaAlgorithm,
@@ -80,7 +84,7 @@ from alf_rl.environments import suite_tf
 from alf_rl.networks import (ActorDistributionNetwork, ActorNetwork,
                              CriticNetwork, EncodingNetwork, Network,
                              NormalProjectionNetwork, QNetwork, ValueNetwork)
-from alf_rl.utils.common import set_random_seed
+from alf_rl.utils.common import reset_state_if_necessary, set_random_seed
 
 RTOL, ATOL = 1e-5, 1e-6
 HIDDEN = (8, )
@@ -231,6 +235,26 @@ def _mi_estimator(obs, act):
     return alg, {'all': opt}
 
 
+def _icm(obs, act):
+    opt = _adam()
+    net = functools.partial(EncodingNetwork, fc_layer_params=HIDDEN)
+    alg = IcmAlgorithm(obs, act, encoding_network_ctor=net,
+                       forward_network_ctor=net, inverse_network_ctor=net,
+                       optimizer=opt)
+    return alg, {'all': opt}
+
+
+def _rnd(obs, act):
+    del act
+    opt = _adam()
+    alg = RNDAlgorithm(obs,
+                       predictor_network_ctor=functools.partial(
+                           EncodingNetwork, fc_layer_params=HIDDEN,
+                           last_layer_size=4),
+                       optimizer=opt)
+    return alg, {'all': opt}
+
+
 # ------------------------------------------------------------------ cases
 
 
@@ -244,8 +268,10 @@ class Case:
         build: ``(observation_spec, action_spec) -> (algorithm, roles)``.
         path: 'driver' (``OnPolicyDriver``), 'replay' (``alg.train`` on a
             fixed batch), 'loss' (``train_complete`` on a fixed
-            distribution: a sub-algorithm that can stand alone) or 'mi'
-            (``train_step`` and ``train_complete`` on fixed (x, y)).
+            distribution: a sub-algorithm that can stand alone), 'mi'
+            (``train_step`` and ``train_complete`` on fixed (x, y)) or
+            'intrinsic' (an intrinsic-reward module: ``rollout`` over fixed
+            [T, B] time steps, then ``train_step`` and ``train_complete``).
         action_type: of ``PolicyUnittestEnv``: 'discrete' or 'continuous'.
         tf_env: instead, this in-graph ``suite_tf`` environment (5-step
             episodes), stepped without ``tf.numpy_function``.
@@ -307,6 +333,14 @@ CASES = [
     # DV: the one estimator with state (the moving average, in after_train);
     # the default 'shuffle' sampler draws from the global generator.
     Case('mi_estimator_dv', MIEstimator, _mi_estimator, 'mi'),
+    # Default reward normalizers (ICM: per-step EMA; RND: return scale with
+    # its [B] returns) and RND's observation normalizer: state that only
+    # rollout changes. RND's fixed random network is a target network.
+    Case('icm_discrete', IcmAlgorithm, _icm, 'intrinsic', length=6),
+    Case('icm_continuous', IcmAlgorithm, _icm, 'intrinsic', 'continuous',
+         length=6),
+    Case('rnd', RNDAlgorithm, _rnd, 'intrinsic', length=6,
+         target_networks=1),
 ]
 
 #: Exported bases: they declare the interface and are trained only through
@@ -392,6 +426,48 @@ def _mi_estimator_step(alg, x, y):
     return alg.train_complete(tape, TrainingInfo(info=step.info))[0]
 
 
+def _intrinsic_time_steps(env_factory, case: Case) -> list:
+    """T = ``case.length`` time steps ([B, ...] each) of a fresh
+    ``PolicyUnittestEnv`` stepped with fixed actions from its reset (an
+    episode boundary included: 5-step episodes)."""
+    env = env_factory(case.action_type, BATCH_SIZE, EPISODE_LENGTH, seed=0)
+    time_step, rows = env.reset(), []
+    for t in range(case.length):
+        rows.append(time_step)
+        bits = (np.arange(BATCH_SIZE) + t) % 2
+        action = (tf.constant(bits, tf.int64) if case.action_type ==
+                  'discrete' else tf.constant(bits[:, None], tf.float32))
+        time_step = env.step(action)
+    return rows
+
+
+def _intrinsic_step(alg, time_steps):
+    """``rollout`` over the [B] time steps (normalizers updated, state
+    reset at FIRST), then ``train_step`` over them from the same initial
+    state under a tape and ``train_complete``; the reduced loss."""
+    initial = alg.get_initial_rollout_state(BATCH_SIZE)
+    state = initial
+    for time_step in time_steps:
+        state = reset_state_if_necessary(state, initial,
+                                         time_step.is_first())
+        state = alg.rollout(time_step, state).state
+    state, infos, rewards = initial, [], []
+    with tf.GradientTape() as tape:
+        for time_step in time_steps:
+            state = reset_state_if_necessary(state, initial,
+                                             time_step.is_first())
+            step = alg.train_step(time_step, state)
+            state = step.state
+            infos.append(step.info)
+            rewards.append(step.output)
+        info = tf.nest.map_structure(lambda *x: tf.stack(x), *infos)
+    step_type = tf.stack([ts.step_type for ts in time_steps])
+    rewards = tf.debugging.check_numerics(tf.stack(rewards), 'reward')
+    loss_info = alg.train_complete(
+        tape, TrainingInfo(step_type=step_type, info=info))[0]
+    return loss_info._replace(extra=(loss_info.extra, rewards))
+
+
 def _env(case: Case, env_factory):
     """A fresh environment of the case, its observations seeded with 0."""
     if case.tf_env:
@@ -429,6 +505,8 @@ class _Trainer(object):
             fn = functools.partial(alg.train, **case.train_kwargs)
         elif case.path == 'mi':
             fn = functools.partial(_mi_estimator_step, alg)
+        elif case.path == 'intrinsic':
+            fn = functools.partial(_intrinsic_step, alg)
         else:
             fn = functools.partial(_entropy_target_step, alg)
         self._fn = tf.function(fn, autograph=False) if compiled else fn
@@ -438,7 +516,7 @@ class _Trainer(object):
         self._calls += 1
         if self._case.path == 'driver':
             return self._driver.run()
-        if self._case.path == 'replay':
+        if self._case.path in ('replay', 'intrinsic'):
             return self._fn(self._experience)
         if self._case.path == 'mi':
             return self._fn(*_mi_estimator_inputs(self._calls - 1))
@@ -471,7 +549,8 @@ def _loss_leaves(loss_info) -> List[np.ndarray]:
 class _Run:
     """A case trained ``NUM_STEPS`` iterations eagerly and compiled."""
     env_factory: Callable
-    experience: Optional[Any]  # [B, T] Experience for 'replay'
+    experience: Optional[Any]  # [B, T] Experience ('replay'), [T] time
+    # steps ('intrinsic')
     eager_alg: Algorithm
     roles: Dict[str, Any]
     sets_before: list  # get_optimizer_and_variable_sets() before training
@@ -512,6 +591,8 @@ def _train(case: Case, env_factory: Callable, collect_experience: Callable,
         env, alg, _ = _make(case, env_factory, seed=100, for_training=False)
         experience = tf.nest.map_structure(
             tf.identity, collect_experience(alg, env, case.length))
+    elif case.path == 'intrinsic':
+        experience = _intrinsic_time_steps(env_factory, case)
     results = []
     for compiled in (False, True):
         env, alg, roles = _make(case, env_factory, seed=1)
