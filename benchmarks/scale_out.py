@@ -12,10 +12,13 @@ environments at once shows its gain on two cores), SAC with the
   (``ParallelPyEnvironment``; they step together, still between updates);
 - ``async``: ``AsyncOffPolicyTrainer`` with N thread actors of one
   environment each;
-- ``async_interop``: the same with ``TF_NUM_INTEROP_THREADS=N+2`` instead
-  of the 1 that ``alf_rl.bin.quiet.import_tensorflow`` sets by default
+- ``async_interop``: the same with ``TF_NUM_INTEROP_THREADS=N+2`` exported
   (an environment's ``py_function`` runs on TensorFlow's inter-op pool:
-  with one thread there, the actors' environment steps take turns);
+  with one thread there, the actors' environment steps take turns).
+  ``AsyncOffPolicyTrainer.configure_runtime`` now sets N+2 threads itself
+  when started like ``alf-train`` (as here), so ``async`` and
+  ``async_interop`` should measure the same; before, ``async`` ran with
+  one thread;
 - ``async_2x_subprocess``: ``AsyncOffPolicyTrainer`` with 2 thread actors
   of N/2 environments each, in subprocesses (N >= 2): the actors' policy
   steps are batched, the environments step in parallel;
@@ -289,16 +292,16 @@ def _query(name):
 def run_child(spec):
     """Builds the trainer of ``spec`` in this process and measures it."""
     start = time.time()
-    from alf_rl.bin.quiet import import_tensorflow, start_runtime
+    from alf_rl.bin.quiet import import_tensorflow
     import_tensorflow(start_runtime=False)
-    from alf_rl.bin.train import parse_gin
+    from alf_rl.bin.train import parse_gin, start_training_runtime
     root = tempfile.mkdtemp(prefix='alf_scale_out_')
     parse_gin([os.path.join(ROOT, spec['gin_file'])], spec['params'], root)
     import functools
     from alf_rl.trainers import OnPolicyTrainer, TrainerConfig
     from benchmarks.slow_env import make_env
     config = TrainerConfig()
-    start_runtime()
+    start_training_runtime(config)  # as alf-train does
     env = (functools.partial(make_env, **spec['env'])
            if spec['env'] else None)
     trainer = (config.trainer or OnPolicyTrainer)(config, env=env)

@@ -311,6 +311,28 @@ def _nearest(name: str, candidates: Sequence[str]) -> Optional[str]:
     return close[0] if close else None
 
 
+def start_training_runtime(config: Any) -> None:
+    """Starts TensorFlow's runtime for a gin-configured ``TrainerConfig``:
+    right after parsing gin, before anything runs a TensorFlow op, it
+    creates ``config.strategy`` (logical devices and collective ops are
+    configured at start-up only) and lets the trainer class set what it
+    needs first (``configure_runtime``: the thread actors' inter-op
+    threads of ``AsyncOffPolicyTrainer``).
+
+    Args:
+        config: the ``TrainerConfig``.
+    """
+    from alf_rl.distributed.strategy import create_strategy
+
+    def _before_runtime():
+        create_strategy(config.strategy, config.num_logical_cpu_devices)
+        configure = getattr(config.trainer, 'configure_runtime', None)
+        if configure is not None:
+            configure()
+
+    start_runtime(_before_runtime)
+
+
 def train(root_dir: str, gin_files: Sequence[str] = (),
           gin_params: Sequence[str] = (),
           module_paths: Sequence[str] = (),
@@ -335,14 +357,10 @@ def train(root_dir: str, gin_files: Sequence[str] = (),
     parse_gin(gin_files, list(gin_params or []) +
               (['TrainerConfig.fresh_start=True'] if fresh_start else []),
               root_dir)
-    from alf_rl.distributed.strategy import create_strategy
     from alf_rl.trainers import OnPolicyTrainer, TrainerConfig
     config = TrainerConfig()
-    # Right after gin, before anything runs a TensorFlow op: logical
-    # devices and collective ops are configured at start-up only.
-    start_runtime(lambda: create_strategy(config.strategy,
-                                          config.num_logical_cpu_devices))
     trainer_cls = config.trainer or OnPolicyTrainer
+    start_training_runtime(config)
     trainer = trainer_cls(config)
     try:
         return trainer.train()

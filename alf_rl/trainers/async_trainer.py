@@ -33,6 +33,7 @@ actor's message the learner takes next depends on timing.
 """
 
 import os
+import sys
 from typing import Any, Callable, Dict, Optional
 
 import gin
@@ -52,6 +53,40 @@ from alf_rl.trainers.trainer import EnvSource, TrainerConfig, _build_env
 from alf_rl.utils.config_types import check_arg_types
 
 _ACTOR_KINDS = ('threads', 'ray')
+
+
+def _gin_setting(name: str, default: Any) -> Any:
+    """``AsyncOffPolicyTrainer.<name>`` as bound in gin, else ``default``."""
+    try:
+        return gin.query_parameter('AsyncOffPolicyTrainer.' + name)
+    except ValueError:
+        return default
+
+
+def _set_inter_op_threads(num_actors: int) -> bool:
+    """Gives TensorFlow's inter-op pool a thread per thread actor (+2).
+
+    Each actor's environment step is a ``tf.numpy_function``, which holds
+    an inter-op thread while the environment runs (or waits on its
+    subprocess): with fewer threads than actors they take turns
+    (``alf-train`` starts TensorFlow with one, which is fastest for one
+    in-graph rollout). Measured with 8 actors on a 20 ms/step
+    environment: 40 env steps/s with one thread, 303 with 10.
+
+    Returns:
+        False when TensorFlow already started with fewer threads (it can
+        no longer be changed), else True.
+    """
+    needed = num_actors + 2
+    current = (tf.config.threading.get_inter_op_parallelism_threads() or
+               int(os.environ.get('TF_NUM_INTEROP_THREADS', '0') or 0))
+    if current >= needed:
+        return True
+    try:
+        tf.config.threading.set_inter_op_parallelism_threads(needed)
+    except RuntimeError:
+        return False
+    return True
 
 
 @gin.configurable
@@ -112,6 +147,14 @@ class AsyncOffPolicyTrainer(OffPolicyTrainer):
         if actors not in _ACTOR_KINDS:
             raise ValueError("AsyncOffPolicyTrainer.actors: expected one of "
                              "%s, got %r" % (_ACTOR_KINDS, actors))
+        if actors == 'threads' and not _set_inter_op_threads(num_actors):
+            print("alf_rl: AsyncOffPolicyTrainer: TensorFlow started with "
+                  "fewer than num_actors + 2 = %d inter-op threads, so the "
+                  "%d thread actors take turns stepping; set "
+                  "TF_NUM_INTEROP_THREADS=%d before TensorFlow starts (as "
+                  "alf-train does)" % (num_actors + 2, num_actors,
+                                       num_actors + 2),
+                  file=sys.stderr, flush=True)
         self._env_source = env
         self._num_actors = int(num_actors)
         self._actor_kind = actors
@@ -120,6 +163,14 @@ class AsyncOffPolicyTrainer(OffPolicyTrainer):
         self._queue_size = int(queue_size or num_actors)
         self._message_timeout = float(message_timeout)
         super().__init__(config, env=env, eval_env=eval_env)
+
+    @staticmethod
+    def configure_runtime() -> None:
+        """Before TensorFlow's runtime starts (``alf-train`` calls it after
+        parsing gin): enough inter-op threads for the gin-configured
+        number of thread actors (see ``_set_inter_op_threads``)."""
+        if _gin_setting('actors', 'threads') == 'threads':
+            _set_inter_op_threads(int(_gin_setting('num_actors', 2)))
 
     def _replay_batch_size(self):
         # Replay holds every actor's environments; on-policy training

@@ -522,9 +522,12 @@ class Trainer(object):
         c = self._config
         stop = tf.constant(False)
         if c.stop_at_average_return is not None:
+            # AverageReturn is 0 until an episode ends: not a score yet.
             stop = tf.logical_or(
-                stop, self._metrics['AverageReturn'].result() >=
-                c.stop_at_average_return)
+                stop, tf.logical_and(
+                    self._metrics['NumberOfEpisodes'].result() > 0,
+                    self._metrics['AverageReturn'].result() >=
+                    c.stop_at_average_return))
         if c.num_env_steps > 0:
             stop = tf.logical_or(
                 stop, self._metrics['EnvironmentSteps'].result() >=
@@ -628,6 +631,7 @@ class Trainer(object):
         if c.num_iterations > 0 and it >= c.num_iterations:
             return True
         if (c.stop_at_average_return is not None and it > 0
+                and int(self._metrics['NumberOfEpisodes'].result()) > 0
                 and float(self._metrics['AverageReturn'].result()) >=
                 c.stop_at_average_return):
             return True

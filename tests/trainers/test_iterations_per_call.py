@@ -62,6 +62,13 @@ def test_step_budget_and_score_are_checked_inside_the_call(tmp_path):
     ])
     assert result['Metrics/AverageReturn'] >= 5.0
     assert result['iterations'] <= 6  # episodes are capped at 20 steps
+    # A score at or below 0 is not "reached" by the 0 that AverageReturn
+    # is before any episode has ended: the run goes on to the first one.
+    _, result = _run(tmp_path, 'negative', common + [
+        'TrainerConfig.num_env_steps=100000',
+        'TrainerConfig.stop_at_average_return=-1.0'
+    ])
+    assert result['Metrics/NumberOfEpisodes'] >= 1
 
 
 @pytest.mark.parametrize('value', [0, -3, 'fast', 2.5])
