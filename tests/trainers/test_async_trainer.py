@@ -233,3 +233,42 @@ def test_subprocess_environments_of_actors_and_a_killed_worker(tmp_path):
     assert 'environment 0' in message  # the worker's local index
     for process in processes:
         assert process.wait(timeout=10) is not None
+
+
+def test_thread_actors_get_an_inter_op_thread_each(tmp_path, capfd):
+    """alf-train starts TensorFlow with num_actors + 2 inter-op threads for
+    thread actors (each environment step holds one); where TensorFlow
+    already runs with fewer, the trainer says so in one line."""
+    import subprocess
+    import sys
+    code = (
+        "import gin\n"
+        "from alf_rl.bin.quiet import import_tensorflow\n"
+        "tf = import_tensorflow(start_runtime=False)\n"
+        "import alf_rl.configurables\n"
+        "from alf_rl.bin.train import start_training_runtime\n"
+        "from alf_rl.trainers import TrainerConfig\n"
+        "gin.parse_config(['TrainerConfig.trainer = @AsyncOffPolicyTrainer',"
+        " 'TrainerConfig.algorithm_ctor = @PPOAlgorithm',"
+        " \"TrainerConfig.root_dir = %r\","
+        " 'AsyncOffPolicyTrainer.num_actors = 6'])\n"
+        "start_training_runtime(TrainerConfig())\n"
+        "print('THREADS', tf.config.threading"
+        ".get_inter_op_parallelism_threads())\n" % str(tmp_path))
+    env = dict(os.environ, TF_NUM_INTEROP_THREADS='1')
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True,
+                         text=True, timeout=120, env=env).stdout
+    assert 'THREADS 8' in out, out
+    # In this process TensorFlow runs already (with one inter-op thread
+    # from conftest, or what an earlier trainer set): ask for one more.
+    tf.constant(0)
+    current = (tf.config.threading.get_inter_op_parallelism_threads() or
+               int(os.environ.get('TF_NUM_INTEROP_THREADS', '1')))
+    actors = max(1, current - 1)
+    trainer = AsyncOffPolicyTrainer(_ppo_config(str(tmp_path / 'r')),
+                                    env=_env(), num_actors=actors)
+    trainer.close()
+    err = capfd.readouterr().err
+    assert ('fewer than num_actors + 2 = %d inter-op threads, so the %d '
+            'thread actors take turns stepping' % (actors + 2, actors)
+            in err), err
