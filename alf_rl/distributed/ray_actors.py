@@ -46,7 +46,6 @@ import importlib
 import logging
 import os
 import pickle
-import queue
 import re
 import socket
 import sys
@@ -57,6 +56,9 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence
 
 import gin
 import numpy as np
+
+from alf_rl.utils.actor_messages import (ActorFailedError, MessageQueue,
+                                         describe_actor, one_line_error)
 
 if TYPE_CHECKING:  # for annotations; imported where used (TensorFlow)
     from alf_rl.drivers.rollout_worker import ActorMessage
@@ -207,27 +209,6 @@ def _gin_modules() -> List[str]:
                   not m.startswith('alf_rl.bin'))
 
 
-def _one_line(error: BaseException) -> str:
-    """``'RuntimeError: <last line of its message>'``."""
-    text = getattr(error, 'message', None) or str(error)
-    lines = [l.strip() for l in text.strip().splitlines() if l.strip()]
-    return '%s: %s' % (type(error).__name__, lines[-1] if lines else '')
-
-
-def _actor_failed(message: str, actor_index: int,
-                  env_error: Optional[BaseException] = None) -> Exception:
-    """An ``ActorFailedError``. The driver modules are imported where used:
-    they import TensorFlow, which an actor imports quietly first."""
-    from alf_rl.drivers.async_off_policy_driver import ActorFailedError
-    return ActorFailedError(message, actor_index, env_error)
-
-
-def _describe(actor_index: int, batch_size: int) -> str:
-    """``describe_actor``: ``'actor 1 (environments 8-15)'``."""
-    from alf_rl.drivers.async_off_policy_driver import describe_actor
-    return describe_actor(actor_index, batch_size)
-
-
 # TensorFlow's start-up notices (printed before its log level applies).
 _TF_NOISE = re.compile(
     r'^(WARNING: All log messages before absl::InitializeLog|[IW]\d{4} |'
@@ -352,7 +333,7 @@ class _RolloutActor(object):
                 pickle.dumps(error)
             except Exception:
                 error = None
-            return _ActorFailure(_one_line(worker.env.last_error or e),
+            return _ActorFailure(one_line_error(worker.env.last_error or e),
                                  error)
 
     def close(self) -> None:
@@ -374,7 +355,7 @@ def _pickled(algorithm_ctor: Callable[..., Any],
             raise TypeError(
                 "RayActorPool: %s %r cannot be sent to Ray actors (%s); use "
                 "a module-level function or class" %
-                (name, value, _one_line(e))) from e
+                (name, value, one_line_error(e))) from e
     return cloudpickle.dumps((algorithm_ctor, env_factory))
 
 
@@ -436,10 +417,9 @@ class RayActorPool(object):
         self._ray = _import_ray()
         self._batch = int(batch_size)
         self._learner_variables = list(learner_variables)
-        self._queue = queue.Queue(maxsize=int(queue_size))
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._failures = []
+        self._queue = MessageQueue(queue_size, self._stop)
         self._latest = None  # (version, weights) published last
         self._broadcast = (None, None, 0.0)  # (version, ObjectRef, time)
         self._thread = None
@@ -510,7 +490,7 @@ class RayActorPool(object):
         infos = [self._wait_for(i, a.describe.remote())
                  for i, a in enumerate(self._actors)]
         for i, info in enumerate(infos):
-            where = _describe(i, self._batch)
+            where = describe_actor(i, self._batch)
             check_same_variables(self._learner_variables, info['signature'],
                                  where)
             if info['batch_size'] != self._batch:
@@ -533,14 +513,14 @@ class RayActorPool(object):
         try:
             return ray.get(ref, timeout=_START_TIMEOUT)
         except ray.exceptions.GetTimeoutError:
-            raise _actor_failed(
+            raise ActorFailedError(
                 "%s did not start within %.0f s (is the cluster short of "
                 "CPUs or memory? see `ray status`)" %
-                (_describe(index, self._batch), _START_TIMEOUT), index)
+                (describe_actor(index, self._batch), _START_TIMEOUT), index)
         except ray.exceptions.RayActorError as e:
-            raise _actor_failed(
-                "%s could not start: %s" % (_describe(
-                    index, self._batch), _one_line(e)), index) from e
+            raise ActorFailedError(
+                "%s could not start: %s" % (describe_actor(
+                    index, self._batch), one_line_error(e)), index) from e
 
     def publish(self, version: int, weights: List[Any]) -> None:
         """Makes ``weights`` the newest; they reach the actors with their
@@ -578,7 +558,6 @@ class RayActorPool(object):
         """The collector thread: one request in flight per actor; each
         message into the queue, then that actor's next request (an actor
         that is restarting is asked again every ``_RETRY_SECS``)."""
-        from alf_rl.drivers.async_off_policy_driver import ActorFailedError
         ray = self._ray
         pending = {}
         retry = {i: 0.0 for i in range(self.num_actors)}  # index -> when
@@ -598,16 +577,16 @@ class RayActorPool(object):
                     message = self._fetch(index, ref)
                     if message is None:
                         retry[index] = time.time() + _RETRY_SECS
-                    elif self._put(message):
+                    elif self._queue.put(message):
                         pending[self._request(index)] = index
                     else:
                         return
         except ActorFailedError as e:
-            self._failures.append(e)
+            self._queue.fail(e)
         except Exception as e:  # a Ray failure of the learner's side
             if not self._stop.is_set():
-                self._failures.append(_actor_failed(
-                    "the Ray actor pool failed: %s" % _one_line(e), -1, e))
+                self._queue.fail(ActorFailedError(
+                    "the Ray actor pool failed: %s" % one_line_error(e), -1, e))
 
     def _fetch(self, index, ref):
         """The message ``ref`` holds, or None when its actor is unavailable
@@ -624,8 +603,8 @@ class RayActorPool(object):
             return None
         self._fetch_seconds.append(time.time() - begin)
         if isinstance(result, _ActorFailure):
-            raise _actor_failed(
-                '%s failed: %s' % (_describe(index, self._batch),
+            raise ActorFailedError(
+                '%s failed: %s' % (describe_actor(index, self._batch),
                                    result.text), index, result.error)
         self._owned[index] = result.rollout_owned
         self._alive[index] = True
@@ -633,15 +612,15 @@ class RayActorPool(object):
 
     def _died(self, index, error):
         """The ``ActorFailedError`` of an actor that is dead for good."""
-        where = _describe(index, self._batch)
+        where = describe_actor(index, self._batch)
         if error.actor_init_failed:
-            return _actor_failed(
-                '%s could not start: %s' % (where, _one_line(error)), index)
-        return _actor_failed(
+            return ActorFailedError(
+                '%s could not start: %s' % (where, one_line_error(error)), index)
+        return ActorFailedError(
             "%s: its process died and Ray restarts it no more "
             "(RayConfig.max_restarts=%d, restarted %d times); %s" %
             (where, self._config.max_restarts, self._deaths[index],
-             _one_line(error)), index)
+             one_line_error(error)), index)
 
     def _unavailable(self, index, error):
         """An actor's call failed because its process died (Ray restarts
@@ -658,19 +637,8 @@ class RayActorPool(object):
         logging.warning(
             "%s: its process died or is unreachable (%s); Ray restarts it "
             "(restart %d, RayConfig.max_restarts=%d)",
-            _describe(index, self._batch), _one_line(error),
+            describe_actor(index, self._batch), one_line_error(error),
             self._deaths[index], self._config.max_restarts)
-
-    def _put(self, message):
-        """Queues ``message`` (waiting while the queue is full); False if
-        the pool was closed meanwhile."""
-        while not self._stop.is_set():
-            try:
-                self._queue.put(message, timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False
 
     def get(self, timeout: float) -> 'ActorMessage':
         """The next message of any actor.
@@ -683,18 +651,8 @@ class RayActorPool(object):
             ActorFailedError: an actor failed (naming it and its
                 environments), or none sent a message within ``timeout``.
         """
-        deadline = time.time() + timeout
-        while True:
-            if self._failures:
-                raise self._failures[0]
-            try:
-                return self._queue.get(timeout=0.05)
-            except queue.Empty:
-                if time.time() > deadline:
-                    raise _actor_failed(
-                        "no Ray actor sent experience for %.0f s (%d of %d "
-                        "alive); an environment may hang" %
-                        (timeout, sum(self._alive), self.num_actors), -1)
+        return self._queue.get(timeout, lambda: '%d of %d Ray actors alive'
+                               % (sum(self._alive), self.num_actors))
 
     def stats(self) -> Dict[str, float]:
         """Pool summaries: messages waiting (``async/queue_size``), actor

@@ -33,9 +33,7 @@ PPO corrects by its ratio to the behaviour policy stored in the
 experience; A2C by ``ActorCriticLoss(off_policy_correction='vtrace')``.
 """
 
-import queue
 import threading
-import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -46,38 +44,10 @@ from alf_rl.drivers.driver import continue_condition
 from alf_rl.drivers.rollout_worker import (ActorMessage, RolloutWorker,
                                            publishable_variables, snapshot)
 from alf_rl.metrics import default_metrics
+from alf_rl.utils.actor_messages import (ActorFailedError, MessageQueue,
+                                         describe_actor, one_line_error)
 from alf_rl.utils.common import loop_traced_once
 from alf_rl.utils.nest import Nest
-
-
-class ActorFailedError(RuntimeError):
-    """An actor could not go on (its environment failed, its process died
-    too often).
-
-    Args:
-        message: one line naming the actor and its environments.
-        actor_index: the actor.
-        env_error: the environment's own exception when known, else None.
-    """
-
-    def __init__(self, message: str, actor_index: int,
-                 env_error: Optional[BaseException] = None):
-        super().__init__(message)
-        self.actor_index = actor_index
-        self.env_error = env_error
-
-
-def describe_actor(actor_index: int, batch_size: int) -> str:
-    """``'actor 2 (environments 4-5)'``: an actor and its global env ids.
-
-    Args:
-        actor_index: the actor's index.
-        batch_size: B, environments per actor.
-    """
-    first = actor_index * batch_size
-    envs = ('environment %d' % first if batch_size == 1 else
-            'environments %d-%d' % (first, first + batch_size - 1))
-    return 'actor %d (%s)' % (actor_index, envs)
 
 
 class ThreadActorPool(object):
@@ -102,9 +72,8 @@ class ThreadActorPool(object):
             raise ValueError("ThreadActorPool: queue_size must be >= 1, "
                              "got %r" % (queue_size, ))
         self._workers = list(workers)
-        self._queue = queue.Queue(maxsize=int(queue_size))
         self._stop = threading.Event()
-        self._failures = []
+        self._queue = MessageQueue(queue_size, self._stop)
         self._lock = threading.Lock()
         self._latest = None  # (version, weights)
         self._threads = []
@@ -158,21 +127,16 @@ class ThreadActorPool(object):
                     version, weights = self._latest
                 if version != worker.policy_version:
                     worker.set_weights(version, weights)
-                message = worker.unroll()
-                while not self._stop.is_set():
-                    try:
-                        self._queue.put(message, timeout=0.05)
-                        break
-                    except queue.Full:
-                        continue
+                if not self._queue.put(worker.unroll()):
+                    return
         except Exception as e:  # reported to the learner, which raises
             if not self._stop.is_set():
-                self._failures.append(ActorFailedError(
+                self._queue.fail(ActorFailedError(
                     '%s failed: %s' % (describe_actor(
                         worker.actor_index, worker.batch_size),
-                                       _one_line(worker.env.last_error or
-                                                 e)), worker.actor_index,
-                    worker.env.last_error))
+                                       one_line_error(worker.env.last_error
+                                                      or e)),
+                    worker.actor_index, worker.env.last_error))
 
     def get(self, timeout: float) -> ActorMessage:
         """The next message of any actor.
@@ -183,19 +147,8 @@ class ThreadActorPool(object):
             ActorFailedError: an actor failed (naming it and its
                 environments), or none sent a message within ``timeout``.
         """
-        deadline = time.time() + timeout
-        while True:
-            if self._failures:
-                raise self._failures[0]
-            try:
-                return self._queue.get(timeout=0.05)
-            except queue.Empty:
-                if time.time() > deadline:
-                    raise ActorFailedError(
-                        "no actor sent experience for %.0f s (%d actors "
-                        "running); an environment may hang" %
-                        (timeout, sum(t.is_alive()
-                                      for t in self._threads)), -1)
+        return self._queue.get(timeout, lambda: '%d actors running' % sum(
+            t.is_alive() for t in self._threads))
 
     def stats(self) -> Dict[str, float]:
         """Pool summaries: ``{'async/queue_size': messages waiting}``."""
@@ -210,12 +163,6 @@ class ThreadActorPool(object):
         self._threads = []
         for worker in self._workers:
             worker.close()
-
-
-def _one_line(error: BaseException) -> str:
-    text = getattr(error, 'message', None) or str(error)
-    lines = [l.strip() for l in text.strip().splitlines() if l.strip()]
-    return '%s: %s' % (type(error).__name__, lines[-1] if lines else '')
 
 
 class AsyncOffPolicyDriver(object):

@@ -39,8 +39,7 @@ from typing import Any, Callable, Dict, Optional
 import gin
 import tensorflow as tf
 
-from alf_rl.drivers.async_off_policy_driver import (ActorFailedError,
-                                                    AsyncOffPolicyDriver,
+from alf_rl.drivers.async_off_policy_driver import (AsyncOffPolicyDriver,
                                                     ThreadActorPool)
 from alf_rl.drivers.rollout_worker import (RolloutWorker,
                                            check_same_variables,
@@ -50,6 +49,7 @@ from alf_rl.environments.utils import create_environment
 from alf_rl.trainers.errors import EnvironmentStepError
 from alf_rl.trainers.off_policy_trainer import OffPolicyTrainer
 from alf_rl.trainers.trainer import EnvSource, TrainerConfig, _build_env
+from alf_rl.utils.actor_messages import ActorFailedError
 from alf_rl.utils.config_types import check_arg_types
 
 _ACTOR_KINDS = ('threads', 'ray')

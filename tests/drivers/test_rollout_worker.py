@@ -6,7 +6,7 @@ import tensorflow as tf
 import tf_keras
 
 from alf_rl.algorithms import DqnAlgorithm, PPOAlgorithm
-from alf_rl.drivers.async_off_policy_driver import describe_actor
+from alf_rl.utils.actor_messages import describe_actor
 from alf_rl.drivers.rollout_worker import (RolloutWorker,
                                            check_same_variables,
                                            publishable_variables, snapshot)

@@ -113,8 +113,12 @@ def test_dqn_replay_of_all_actors_and_resume(tmp_path):
     extra = int(buffer.total_size) - (result['Metrics/EnvironmentSteps'] +
                                       result['Metrics/NumberOfEpisodes'])
     assert 0 <= extra <= 4
-    # Both actors' environments have steps (in their own rows).
-    assert (buffer.current_size.numpy() > 0).all()
+    # Each step went to its environment's own row (actor i's envs are
+    # rows 2i, 2i+1, stepped together); which actor's messages the learner
+    # took depends on timing.
+    sizes = buffer.current_size.numpy()
+    assert sizes.sum() == int(buffer.total_size)
+    assert sizes[0] == sizes[1] and sizes[2] == sizes[3]
     # The epsilon schedule's counter is the actors' (rollout-owned): the
     # learner kept the value of the last message it finished.
     count = int(trainer.algorithm.rollout_owned_variables()[0].numpy())
