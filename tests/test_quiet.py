@@ -7,7 +7,7 @@ import sys
 import sysconfig
 import textwrap
 
-from alf_rl.bin.quiet import is_noise
+from alf_rl.utils.quiet_stderr import is_noise
 
 SCRIPT = textwrap.dedent('''
     import json, sys

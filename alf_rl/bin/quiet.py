@@ -2,37 +2,18 @@
 
 TensorFlow 2.21 prints INFO lines (oneDNN, missing CUDA drivers) through
 absl before ``TF_CPP_MIN_LOG_LEVEL`` takes effect. ``import_tensorflow``
-imports it with file descriptor 2 sent to a temporary file, then writes back
-every line that is not one of those known notices, so genuine errors and
-warnings still reach the terminal.
+imports it inside ``alf_rl.utils.quiet_stderr.notices_dropped``, which
+writes back every stderr line that is not one of those known notices, so
+genuine errors and warnings still reach the terminal.
 """
 
-import contextlib
 import os
-import re
 import sys
-import tempfile
 import types
 import warnings
-from typing import Any, Callable, Iterator, List, Optional
+from typing import Any, Callable, List, Optional
 
-_NOISE = [
-    re.compile(r'^WARNING: All log messages before absl::InitializeLog'),
-    re.compile(r'^I\d{4} .*'),  # glog-style INFO lines
-    re.compile(r'^E\d{4} .*(cuInit|cuda_platform|cuda_executor|cudart)'),
-    re.compile(r'^W\d{4} .*(cuda|TensorRT|TF-TRT)'),
-    re.compile(r'^To enable the following instructions: .*rebuild '
-               r'TensorFlow'),
-]
-
-
-def is_noise(line: str) -> bool:
-    """True for a known TensorFlow start-up notice (not an error).
-
-    Args:
-        line: one line of stderr, without its newline.
-    """
-    return any(p.match(line) for p in _NOISE)
+from alf_rl.utils.quiet_stderr import notices_dropped
 
 
 def _import_stdlib_distutils():
@@ -63,26 +44,6 @@ def _import_stdlib_distutils():
         sys.meta_path[0:0] = shims
 
 
-@contextlib.contextmanager
-def _quiet_stderr() -> Iterator[None]:
-    """Sends file descriptor 2 to a temporary file inside the block, then
-    writes back every line that is not a known start-up notice."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile(mode='w+b') as capture:
-        os.dup2(capture.fileno(), 2)
-        try:
-            yield
-        finally:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
-            capture.seek(0)
-            for line in capture.read().decode('utf-8', 'replace').splitlines():
-                if line.strip() and not is_noise(line):
-                    print(line, file=sys.stderr)
-
-
 def import_tensorflow(start_runtime: bool = True) -> types.ModuleType:
     """Imports TensorFlow (and TFP) quietly; returns the ``tensorflow`` module.
 
@@ -101,7 +62,7 @@ def import_tensorflow(start_runtime: bool = True) -> types.ModuleType:
     # 18.9k -> 29.7k env steps/s for the CartPole rollout on 2 cores). Must
     # be set before TensorFlow starts; export the variable to override.
     os.environ.setdefault('TF_NUM_INTEROP_THREADS', '1')
-    with _quiet_stderr():
+    with notices_dropped():
         _import_stdlib_distutils()
         # TFP first: imported after TensorFlow, it eagerly loads its
         # `experimental` package, which alf_rl never uses; imported
@@ -129,7 +90,7 @@ def start_runtime(before: Optional[Callable[[], Any]] = None) -> None:
             configured before any op runs (e.g. creating a strategy).
     """
     import tensorflow as tf
-    with _quiet_stderr():
+    with notices_dropped():
         if before is not None:
             before()
         tf.constant(0)

@@ -41,15 +41,12 @@ and ``RayConfig.address = 'auto'`` to use a cluster started with ``ray
 start`` (see ``docs/distributed.md``).
 """
 
-import contextlib
 import importlib
 import logging
 import os
 import pickle
-import re
 import socket
 import sys
-import tempfile
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence
@@ -59,6 +56,7 @@ import numpy as np
 
 from alf_rl.utils.actor_messages import (ActorFailedError, MessageQueue,
                                          describe_actor, one_line_error)
+from alf_rl.utils.quiet_stderr import notices_dropped
 
 if TYPE_CHECKING:  # for annotations; imported where used (TensorFlow)
     from alf_rl.drivers.rollout_worker import ActorMessage
@@ -209,40 +207,11 @@ def _gin_modules() -> List[str]:
                   not m.startswith('alf_rl.bin'))
 
 
-# TensorFlow's start-up notices (printed before its log level applies).
-_TF_NOISE = re.compile(
-    r'^(WARNING: All log messages before absl::InitializeLog|[IW]\d{4} |'
-    r'E\d{4} .*(cuInit|cuda)|To enable the following instructions)')
-
-
-@contextlib.contextmanager
-def _tensorflow_notices_dropped() -> Any:
-    """Sends file descriptor 2 to a temporary file for the block, then
-    writes back its lines but TensorFlow's start-up notices (genuine errors
-    and warnings still show). As ``alf_rl.bin.quiet`` does for the command
-    line, which this layer cannot import."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile(mode='w+b') as capture:
-        os.dup2(capture.fileno(), 2)
-        try:
-            yield
-        finally:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
-            capture.seek(0)
-            text = capture.read().decode('utf-8', 'replace')
-            for line in text.splitlines():
-                if line.strip() and not _TF_NOISE.match(line):
-                    print(line, file=sys.stderr)
-
-
 def _import_tensorflow_quietly() -> None:
     """Imports TensorFlow and TFP and starts TensorFlow's runtime (device
     discovery and the first op print CUDA notices) with the notices
     dropped; then TensorFlow's and absl's Python loggers at ERROR/WARNING."""
-    with _tensorflow_notices_dropped():
+    with notices_dropped():
         # TFP first: imported after TensorFlow it loads its experimental
         # package eagerly (slower start-up; see alf_rl.bin.quiet).
         import tensorflow_probability  # noqa: F401
