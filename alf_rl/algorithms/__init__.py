@@ -19,3 +19,6 @@ from alf_rl.algorithms.trac_algorithm import TracAlgorithm
 from alf_rl.algorithms.mi_estimator import MIEstimator
 from alf_rl.algorithms.icm_algorithm import IcmAlgorithm
 from alf_rl.algorithms.rnd_algorithm import RNDAlgorithm
+from alf_rl.algorithms.diayn_algorithm import DIAYNAlgorithm
+from alf_rl.algorithms.skill_generator import SkillGenerator
+from alf_rl.algorithms.agent import Agent

@@ -210,6 +210,21 @@ class Algorithm(tf.Module):
         """
         del training_info
 
+    def rollout_owned_variables(self) -> List[tf.Variable]:
+        """Variables that ``rollout`` itself advances (an exploration
+        schedule's step counter, an intrinsic-reward module's normalizer
+        statistics), as opposed to those training changes.
+
+        Asynchronous training runs ``rollout`` on copies of the algorithm
+        in actors: these variables are not overwritten by the learner's
+        published weights, and the learner keeps the values the actors
+        report (so a checkpoint holds them). None by default.
+
+        Returns:
+            list of ``tf.Variable``.
+        """
+        return []
+
     # ------------------------------------------------------------ variables
     @property
     def optimizer(self) -> Optional[Any]:

@@ -186,7 +186,7 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
 
     def rollout_owned_variables(self) -> List[tf.Variable]:
         """The ε schedule's counter of ``rollout`` calls (see
-        ``RLAlgorithm.rollout_owned_variables``)."""
+        ``Algorithm.rollout_owned_variables``)."""
         return [self._rollout_count]
 
     def _to_action(self, index: tf.Tensor) -> tf.Tensor:

@@ -40,7 +40,7 @@ forward error vanish; continuous actions use a mean-squared inverse loss.
 """
 
 import functools
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, List, Optional, Union
 
 import gin
 import tensorflow as tf
@@ -195,6 +195,13 @@ class IcmAlgorithm(Algorithm):
     def inverse_network(self) -> Network:
         """g: ([B, D], [B, D]) features -> [B, n] action logits/values."""
         return self._inverse_network
+
+    def rollout_owned_variables(self) -> List[tf.Variable]:
+        """The reward normalizer's statistics, which only ``rollout``
+        updates (see ``Algorithm.rollout_owned_variables``)."""
+        if self._reward_normalizer is None:
+            return []
+        return list(self._reward_normalizer.variables)
 
     # ------------------------------------------------------------ steps
     def _action_input(self, action: tf.Tensor) -> tf.Tensor:

@@ -180,6 +180,16 @@ class ReplayTrainingMixin(object):
     def use_rollout_state(self, value: bool) -> None:
         self._use_rollout_state = bool(value)
 
+    @property
+    def recurrent_state_spec(self) -> Any:
+        """The part of ``train_state_spec`` that carries memory across
+        steps (recurrent networks): training needs sequences of >= 2 steps
+        to learn through it. All of the train state by default; a
+        composite whose state is partly a stored input (an ``Agent``'s
+        intrinsic-reward module) narrows it.
+        """
+        return self.train_state_spec
+
     # ------------------------------------------------------------ specs
     def prepare_off_policy_specs(self,
                                  batch_size: Optional[int] = None

@@ -90,20 +90,6 @@ class RLAlgorithm(Algorithm):
         algorithms (``ReplayTrainingMixin``) make it a setting."""
         return False
 
-    def rollout_owned_variables(self) -> List[tf.Variable]:
-        """Variables that ``rollout`` itself advances (e.g. an exploration
-        schedule's step counter), as opposed to those training changes.
-
-        Asynchronous training runs ``rollout`` on copies of the algorithm
-        in actors: these variables are not overwritten by the learner's
-        published weights, and the learner keeps the values the actors
-        report (so a checkpoint holds them). None by default.
-
-        Returns:
-            list of ``tf.Variable``.
-        """
-        return []
-
     def env_action(self, action: Nest) -> Nest:
         """The action the environment is stepped with, for an action that
         ``rollout`` returned.
@@ -136,7 +122,32 @@ class RLAlgorithm(Algorithm):
         Returns:
             The same structure with transformed reward and observation.
         """
-        outer_rank = time_step.step_type.shape.rank
+        return time_step._replace(
+            reward=self.transform_reward(time_step, update_normalizers),
+            observation=self.transform_observation(
+                time_step.observation, time_step.step_type.shape.rank,
+                update_normalizers))
+
+    @property
+    def has_observation_transforms(self) -> bool:
+        """Whether ``transform_observation`` changes observations (an
+        observation transformer or normalizer is configured)."""
+        return bool(self._observation_transformers or
+                    self._observation_normalizer is not None)
+
+    def transform_reward(self, time_step: Any,
+                         update_normalizers: bool = False) -> tf.Tensor:
+        """The reward part of ``transform_timestep``: shaping, then
+        normalization, then clipping.
+
+        Args:
+            time_step: ``TimeStep`` or ``Experience`` with [B] or [B, T]
+                ``reward`` and ``step_type``.
+            update_normalizers: fold the (shaped) rewards into the reward
+                normalizer's statistics first.
+        Returns:
+            float32 rewards shaped like ``time_step.reward``.
+        """
         reward = time_step.reward
         if self._reward_shaping_fn is not None:
             reward = self._reward_shaping_fn(reward)
@@ -151,7 +162,21 @@ class RLAlgorithm(Algorithm):
         if self._reward_clip_value:
             reward = tf.clip_by_value(reward, -self._reward_clip_value,
                                       self._reward_clip_value)
-        observation = time_step.observation
+        return reward
+
+    def transform_observation(self, observation: Nest, outer_rank: int,
+                              update_normalizers: bool = False) -> Nest:
+        """The observation part of ``transform_timestep``: transformers,
+        then normalization.
+
+        Args:
+            observation: nest of [B, ...] or [B, T, ...] observations.
+            outer_rank: 1 or 2, the number of outer (batch/time) dims.
+            update_normalizers: fold them into the observation
+                normalizer's statistics first.
+        Returns:
+            The transformed observation nest.
+        """
         for transformer in self._observation_transformers:
             observation = transformer(observation)
         if self._observation_normalizer is not None:
@@ -159,7 +184,7 @@ class RLAlgorithm(Algorithm):
                 self._observation_normalizer.update(observation, outer_rank)
             observation = self._observation_normalizer.normalize(
                 observation, outer_rank)
-        return time_step._replace(reward=reward, observation=observation)
+        return observation
 
     def train_complete(self,
                        tape: tf.GradientTape,

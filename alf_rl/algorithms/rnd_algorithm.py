@@ -43,7 +43,7 @@ paper: no separate intrinsic value head or non-episodic intrinsic return
 batch is dropped.
 """
 
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, List, Optional, Union
 
 import gin
 import tensorflow as tf
@@ -159,6 +159,13 @@ class RNDAlgorithm(Algorithm):
     def target_network(self) -> Network:
         """f: [B, ...] normalized observations -> [B, D] (fixed)."""
         return self._target_network.network
+
+    def rollout_owned_variables(self) -> List[tf.Variable]:
+        """The observation and reward normalizers' statistics, which only
+        ``rollout`` updates (see ``Algorithm.rollout_owned_variables``)."""
+        return [v for n in (self._observation_normalizer,
+                            self._reward_normalizer) if n is not None
+                for v in n.variables]
 
     # ------------------------------------------------------------ steps
     def _step(self, inputs: Union[TimeStep, Experience],

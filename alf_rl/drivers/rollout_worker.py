@@ -16,7 +16,7 @@ tensors or numpy arrays.
 
 What is published: every variable of the algorithm except its optimizers'
 (``publishable_variables``) and the variables its ``rollout`` itself
-advances (``RLAlgorithm.rollout_owned_variables``, e.g. DQN's exploration
+advances (``Algorithm.rollout_owned_variables``, e.g. DQN's exploration
 schedule counter). Those flow the other way: each message carries the
 worker's values, and the learner keeps the latest (so a checkpoint holds
 them and a resumed run's workers continue from them).

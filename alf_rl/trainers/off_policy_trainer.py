@@ -145,7 +145,7 @@ class OffPolicyTrainer(Trainer):
     def _check_recurrent_setting(self, length):
         """Recurrent networks need their state carried into training."""
         alg = self._algorithm
-        state = tf.nest.flatten(alg.train_state_spec)
+        state = tf.nest.flatten(alg.recurrent_state_spec)
         if not state:
             return
         name = type(alg).__name__

@@ -11,9 +11,11 @@ for methods trained from replay (PPO included, as ``OffPolicyTrainer``
 trains it), ``train_complete`` on a fixed policy distribution for the
 standalone ``EntropyTargetAlgorithm``, ``train_step`` then
 ``train_complete`` on fixed (x, y) batches for ``MIEstimator``, and for the
-intrinsic-reward modules (ICM, RND) ``rollout`` over a fixed [T, B] batch
-of ``PolicyUnittestEnv`` time steps (their normalizers updated) then
-``train_step`` + ``train_complete`` on it. Every case is checked for
+intrinsic-reward modules (ICM, RND, DIAYN) ``rollout`` over a fixed [T, B]
+batch of ``PolicyUnittestEnv`` time steps (their normalizers updated) then
+``train_step`` + ``train_complete`` on it; DIAYN's observation is the pair
+(observation, skill), the skill drawn by a ``SkillGenerator`` inside the
+iteration. Every case is checked for
 
 1. eager == compiled: two training iterations under the same seed, eagerly
    (``use_tf_functions=False`` / plain ``alg.train``) and compiled (the
@@ -69,14 +71,15 @@ import tensorflow_probability as tfp
 import tf_keras
 
 import alf_rl.algorithms as algorithms
-from alf_rl.algorithms import (ActorCriticAlgorithm, ActorCriticLoss,
+from alf_rl.algorithms import (ActorCriticAlgorithm, ActorCriticLoss, Agent,
                                Algorithm, DdpgAlgorithm, DqnAlgorithm,
-                               EntropyTargetAlgorithm, IcmAlgorithm,
-                               MIEstimator, RNDAlgorithm,
+                               DIAYNAlgorithm, EntropyTargetAlgorithm,
+                               IcmAlgorithm, MIEstimator, RNDAlgorithm,
                                OffPolicyAlgorithm,
                                OnPolicyAlgorithm, PPOAlgorithm, PPOLoss,
                                RLAlgorithm, SacAlgorithm, SarsaAlgorithm,
-                               Td3Algorithm, TracAlgorithm, TrustedUpdater)
+                               SkillGenerator, Td3Algorithm, TracAlgorithm,
+                               TrustedUpdater)
 from alf_rl.data_structures import (LossInfo, StepType, TrainingInfo,
                                     namedtuple)
 from alf_rl.drivers import OnPolicyDriver
@@ -255,6 +258,85 @@ def _rnd(obs, act):
     return alg, {'all': opt}
 
 
+#: K of the DIAYN case.
+NUM_SKILLS = 3
+
+
+def _diayn(obs, act):
+    opt = _adam()
+    alg = DIAYNAlgorithm((obs, tf.TensorSpec([NUM_SKILLS], tf.float32)), act,
+                         discriminator_network_ctor=functools.partial(
+                             EncodingNetwork, fc_layer_params=HIDDEN),
+                         optimizer=opt)
+    return alg, {'all': opt}
+
+
+def _agent_a2c_icm(obs, act):
+    """A shared encoder (the agent's optimizer), A2C and ICM with their own
+    optimizers, an entropy target: every variable set of the composition."""
+    roles = {'agent': _adam(), 'icm': _adam()}
+
+    def a2c(observation_spec, action_spec):
+        alg, a2c_roles = _a2c(observation_spec, action_spec)
+        roles['a2c'] = a2c_roles['all']
+        return alg
+
+    net = functools.partial(EncodingNetwork, fc_layer_params=HIDDEN)
+    alg = Agent(obs, act, rl_algorithm_ctor=a2c,
+                encoding_network_ctor=net,
+                intrinsic_reward_module_ctor=functools.partial(
+                    IcmAlgorithm, encoding_network_ctor=net,
+                    forward_network_ctor=net, inverse_network_ctor=net,
+                    optimizer=roles['icm']),
+                entropy_target_ctor=functools.partial(
+                    EntropyTargetAlgorithm, target_entropy=0.5),
+                intrinsic_reward_coef=0.5, optimizer=roles['agent'])
+    return alg, roles
+
+
+def _agent_ppo_rnd(obs, act):
+    rnd_opt = _adam()
+    alg = Agent(obs, act,
+                rl_algorithm_ctor=lambda observation_spec, action_spec: (
+                    _ppo(observation_spec, action_spec)[0]),
+                intrinsic_reward_module_ctor=functools.partial(
+                    _rnd_module, optimizer=rnd_opt))
+    return alg, {'ppo': alg.rl_algorithm.optimizer, 'rnd': rnd_opt}
+
+
+def _rnd_module(observation_spec, optimizer):
+    return RNDAlgorithm(observation_spec,
+                        predictor_network_ctor=functools.partial(
+                            EncodingNetwork, fc_layer_params=HIDDEN,
+                            last_layer_size=4),
+                        optimizer=optimizer)
+
+
+def _diayn_module(observation_spec, optimizer):
+    return DIAYNAlgorithm(observation_spec,
+                          discriminator_network_ctor=functools.partial(
+                              EncodingNetwork, fc_layer_params=HIDDEN),
+                          optimizer=optimizer)
+
+
+def _agent_sac_diayn(obs, act):
+    """DIAYN's skills as the only reward (as sac_diayn_pendulum.gin)."""
+    roles = {}
+
+    def sac(observation_spec, action_spec):
+        alg, sac_roles = _sac(observation_spec, action_spec)
+        roles.update(sac_roles)
+        return alg
+
+    roles['diayn'] = _adam()
+    alg = Agent(obs, act, rl_algorithm_ctor=sac,
+                intrinsic_reward_module_ctor=functools.partial(
+                    _diayn_module, optimizer=roles['diayn']),
+                goal_generator=SkillGenerator(NUM_SKILLS),
+                extrinsic_reward_coef=0.0)
+    return alg, roles
+
+
 # ------------------------------------------------------------------ cases
 
 
@@ -277,6 +359,11 @@ class Case:
             episodes), stepped without ``tf.numpy_function``.
         length: T, the driver's ``train_interval`` or the length of the
             replayed sequences.
+        num_skills: 'intrinsic' only: if set, each time step's observation
+            becomes the pair (observation, [B, K] one-hot skill) of a
+            ``SkillGenerator(num_skills)`` rolled over the steps (state
+            reset at FIRST) inside each iteration, so its draws are
+            compared eagerly and compiled too.
         train_kwargs: passed to ``alg.train`` ('replay').
         updates_per_step: optimizer updates per iteration (epochs x
             mini-batches of ``alg.train``).
@@ -294,6 +381,7 @@ class Case:
     action_type: str = 'discrete'
     tf_env: Optional[str] = None
     length: int = 4
+    num_skills: int = 0
     train_kwargs: Dict[str, Any] = dataclasses.field(default_factory=dict)
     updates_per_step: int = 1
     target_networks: int = 0
@@ -341,17 +429,35 @@ CASES = [
          length=6),
     Case('rnd', RNDAlgorithm, _rnd, 'intrinsic', length=6,
          target_networks=1),
+    # Stateless, no normalizer; FIRST rows (t = 0 and 5) masked.
+    Case('diayn', DIAYNAlgorithm, _diayn, 'intrinsic', length=6,
+         num_skills=NUM_SKILLS),
+    # The driver path with every part; the RL algorithm, the module and
+    # the encoder are trained through one update by their own optimizers.
+    Case('agent_a2c_icm_encoder', Agent, _agent_a2c_icm, 'driver'),
+    # Replay paths: PPO's one-step rows (advantages of the mixed reward in
+    # preprocess_experience), SAC's pairs with stored skills.
+    Case('agent_ppo_rnd', Agent, _agent_ppo_rnd, 'replay',
+         train_kwargs=dict(num_updates=2, mini_batch_size=8,
+                           mini_batch_length=1), updates_per_step=4,
+         target_networks=1),
+    Case('agent_sac_diayn_skills', Agent, _agent_sac_diayn, 'replay',
+         'continuous', train_kwargs=_PAIRS, target_networks=2),
 ]
 
 #: Exported bases: they declare the interface and are trained only through
 #: a subclass (they have no ``rollout``/``train_step`` of their own).
 BASES = {Algorithm, RLAlgorithm, OffPolicyAlgorithm, OnPolicyAlgorithm}
 
-#: Exported parts that are not algorithms, with the case that runs them.
+#: Exported parts that are not algorithms, or algorithms with nothing to
+#: train or save (no variables, an unset ``LossInfo()``), with the case that
+#: runs them.
 COMPONENTS = {
     ActorCriticLoss: 'a2c',
     PPOLoss: 'ppo_entropy_target',
     TrustedUpdater: 'trac_a2c_entropy_target',
+    # Draws the skills of the DIAYN case inside each compared iteration.
+    SkillGenerator: 'diayn',
 }
 
 
@@ -441,10 +547,28 @@ def _intrinsic_time_steps(env_factory, case: Case) -> list:
     return rows
 
 
-def _intrinsic_step(alg, time_steps):
+def _with_skills(time_steps: list, num_skills: int) -> list:
+    """The time steps, each observation paired with the [B, K] one-hot
+    skill a ``SkillGenerator`` draws at FIRST rows and holds."""
+    generator = SkillGenerator(num_skills)
+    initial = generator.get_initial_rollout_state(BATCH_SIZE)
+    skill, paired = initial, []
+    for time_step in time_steps:
+        skill = reset_state_if_necessary(skill, initial,
+                                         time_step.is_first())
+        skill = generator.rollout(time_step, skill).output
+        paired.append(time_step._replace(
+            observation=(time_step.observation, skill)))
+    return paired
+
+
+def _intrinsic_step(alg, time_steps, num_skills=0):
     """``rollout`` over the [B] time steps (normalizers updated, state
     reset at FIRST), then ``train_step`` over them from the same initial
-    state under a tape and ``train_complete``; the reduced loss."""
+    state under a tape and ``train_complete``; the reduced loss. With
+    ``num_skills``, first ``_with_skills``."""
+    if num_skills:
+        time_steps = _with_skills(time_steps, num_skills)
     initial = alg.get_initial_rollout_state(BATCH_SIZE)
     state = initial
     for time_step in time_steps:
@@ -506,7 +630,8 @@ class _Trainer(object):
         elif case.path == 'mi':
             fn = functools.partial(_mi_estimator_step, alg)
         elif case.path == 'intrinsic':
-            fn = functools.partial(_intrinsic_step, alg)
+            fn = functools.partial(_intrinsic_step, alg,
+                                   num_skills=case.num_skills)
         else:
             fn = functools.partial(_entropy_target_step, alg)
         self._fn = tf.function(fn, autograph=False) if compiled else fn
