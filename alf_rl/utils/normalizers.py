@@ -278,8 +278,8 @@ class ReturnScaleNormalizer(StreamingMeanVarNormalizer):
                          name)
         self._gamma = float(gamma)
         with self.name_scope:
-            # [B] running returns; B is set by the first update (under XLA
-            # that first change of shape compiles the iteration once more).
+            # [B] running returns; B is set by the first update (when it is
+            # static, eagerly while the update is traced: see _size_returns).
             self._returns = tf.Variable(tf.zeros([0]), trainable=False,
                                         shape=tf.TensorShape([None]),
                                         name='returns')
@@ -303,6 +303,18 @@ class ReturnScaleNormalizer(StreamingMeanVarNormalizer):
         return self._clip(
             tf.cast(x, tf.float32) / tf.sqrt(self._vars[0] + self._epsilon))
 
+    def _size_returns(self, batch_size: Optional[int]) -> None:
+        """With a static B: resizes the returns to [B] zeros now, eagerly
+        (``tf.init_scope``, also while a ``tf.function`` is traced), unless
+        they already have B entries. XLA cannot change a variable's shape
+        inside a compiled loop, so the graph must find it sized."""
+        if batch_size is None:
+            return
+        with tf.init_scope():
+            if (tf.executing_eagerly() and
+                    int(tf.shape(self._returns)[0]) != batch_size):
+                self._returns.assign(tf.zeros([batch_size]))
+
     def update(self, x: tf.Tensor, outer_rank: Optional[int] = None,
                step_type: Optional[tf.Tensor] = None) -> None:
         """Advances the [B] returns by one step and folds them in.
@@ -317,6 +329,7 @@ class ReturnScaleNormalizer(StreamingMeanVarNormalizer):
         if x.shape.rank != 1:
             raise ValueError("ReturnScaleNormalizer.update takes the [B] "
                              "rewards of one step, got shape %s" % x.shape)
+        self._size_returns(x.shape[0])
         # The first update sizes the [B] returns (zeros). A tf.cond on the
         # size would do, but grappler folds it with the variable's initial
         # [0] shape (measured: "Incompatible shapes: [0] vs. [3]").

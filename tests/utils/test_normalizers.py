@@ -157,6 +157,30 @@ def test_return_scale_matches_numpy_and_survives_a_checkpoint(tmp_path):
                   == 0.5)
 
 
+def test_return_scale_updates_inside_an_xla_compiled_loop():
+    # XLA cannot resize a variable in a loop: a static B sizes the returns
+    # eagerly while the update is traced; a checkpoint's other B is redone.
+    gamma = 0.9
+    rewards, step_type = _return_stream(0)
+    norm = ReturnScaleNormalizer(gamma=gamma, clip_value=0.0)
+
+    @tf.function(jit_compile=True)
+    def run(rewards, step_type):
+        def body(t):
+            norm.update(rewards[t], step_type=step_type[t])
+            return t + 1
+        return tf.while_loop(lambda t: t < rewards.shape[0], body, (0, ))
+
+    run(tf.constant(rewards), tf.constant(step_type))
+    returns = norm.returns
+    var, count, want = _numpy_return_var(rewards, step_type, gamma)
+    np.testing.assert_allclose(returns, want, rtol=1e-5)
+    np.testing.assert_allclose(norm.variance, var, rtol=1e-4)
+    assert float(norm.count) == count
+    norm.update(tf.constant([1.0]))  # another B: restarted at zeros
+    np.testing.assert_allclose(norm.returns, [1.0])
+
+
 def test_return_scale_bad_input():
     with pytest.raises(ValueError, match='gamma must be in'):
         ReturnScaleNormalizer(gamma=1.5)
