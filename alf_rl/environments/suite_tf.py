@@ -8,7 +8,8 @@ also under ``tf.function(jit_compile=True)``.
 
 Supported ids (gymnasium's physics, constants and time limits):
 ``CartPole-v1``, ``Pendulum-v1``, ``MountainCar-v0``,
-``MountainCarContinuous-v0``, ``Acrobot-v1``.
+``MountainCarContinuous-v0``, ``Acrobot-v1``; and ``DeepSea-N`` (bsuite's
+hard-exploration grid of size N, ``DeepSeaDynamics``).
 
 Each environment is split in two:
 
@@ -32,6 +33,7 @@ same states with and without ``jit_compile``.
 
 import math
 import random
+import re
 
 import numpy as np
 import tensorflow as tf
@@ -450,6 +452,81 @@ class AcrobotDynamics(Dynamics):
                 terminated)
 
 
+class DeepSeaDynamics(Dynamics):
+    """bsuite's Deep Sea (Osband et al. 2020), size N: the hard-exploration
+    task behind ``'DeepSea-N'`` (not a gymnasium environment).
+
+    An N x N grid; every episode starts in the top-left cell and lasts N
+    steps, each moving one row down and one column left or right (walls
+    clip). Which of the two actions moves right is drawn per cell once
+    (``mapping_seed``), so no fixed action reaches the far side. Moving
+    right costs ``0.01 / N``; arriving in the bottom-right cell pays 1. The
+    optimal return is ``1 - 0.01``; always moving left returns 0; a
+    uniformly random policy finds the reward with probability ``2^-N``.
+    The observation is the one-hot cell, ``(N * N,)`` float32 (the
+    bottom row's after the last step). State: (row, column) as floats.
+
+    Args:
+        size: N >= 2.
+        mapping_seed: seed of the per-cell action mapping.
+    """
+
+    state_dim = 2
+
+    def __init__(self, size: int = 10, mapping_seed: int = 0):
+        if isinstance(size, bool) or not isinstance(
+                size, (int, np.integer)) or size < 2:
+            raise ValueError("DeepSea: size must be an int >= 2, got %r" %
+                             (size, ))
+        self.size = int(size)
+        self.name = 'DeepSea-%d' % self.size
+        self.max_episode_steps = self.size
+        self.observation_spec = BoundedTensorSpec(
+            (self.size * self.size, ), tf.float32, 0.0, 1.0, 'observation')
+        self.action_spec = _discrete_action_spec(2)
+        mapping = np.random.RandomState(mapping_seed).randint(
+            0, 2, size=(self.size, self.size))
+        self._right_action = tf.constant(mapping, tf.int64)
+
+    def initial_state(self, batch_size, seed):
+        """[B, 2] float32 zeros: the top-left cell (no randomness)."""
+        del seed
+        return tf.zeros([batch_size, 2], tf.float32)
+
+    def observation(self, state):
+        """[B, N * N] float32 one-hot of the cell (row clipped to N - 1)."""
+        n = self.size
+        row = tf.minimum(tf.cast(state[:, 0], tf.int32), n - 1)
+        return tf.one_hot(row * n + tf.cast(state[:, 1], tf.int32), n * n)
+
+    def _next_state(self, state, action):
+        n = self.size
+        row = tf.minimum(tf.cast(state[:, 0], tf.int32), n - 1)
+        col = tf.cast(state[:, 1], tf.int32)
+        right = tf.equal(tf.cast(action, tf.int64),
+                         tf.gather_nd(self._right_action,
+                                      tf.stack([row, col], axis=1)))
+        col = tf.where(right, tf.minimum(col + 1, n - 1),
+                       tf.maximum(col - 1, 0))
+        row = row + 1
+        terminated = tf.greater_equal(row, n)
+        reward = (tf.where(right, -0.01 / n, 0.0) + tf.where(
+            tf.logical_and(terminated, tf.equal(col, n - 1)), 1.0, 0.0))
+        return (tf.cast(tf.stack([row, col], axis=1), tf.float32), reward,
+                terminated)
+
+    def render_frame(self, state):
+        """[8N, 8N, 3] uint8 picture of one state ([2] numpy): the grid
+        dark blue, the treasure gold, the diver white."""
+        n = self.size
+        frame = np.zeros((n, n, 3), np.uint8)
+        frame[:] = (10, 30, 80)
+        frame[n - 1, n - 1] = (230, 190, 40)
+        row = min(int(state[0]), n - 1)
+        frame[row, int(state[1])] = (255, 255, 255)
+        return np.kron(frame, np.ones((8, 8, 1), np.uint8))
+
+
 _DYNAMICS = {
     cls.name: cls
     for cls in (CartPoleDynamics, PendulumDynamics, MountainCarDynamics,
@@ -654,6 +731,8 @@ class TFDynamicsEnvironment(TFEnvironment):
         Returns:
             [H, W, 3] uint8 numpy array.
         """
+        if hasattr(self._dynamics, 'render_frame'):
+            return self._dynamics.render_frame(self._state.numpy()[0])
         if self._render_env is None:
             import gymnasium  # only for drawing; the physics needs none
             env = gymnasium.make(self._dynamics.name, render_mode='rgb_array')
@@ -677,13 +756,14 @@ def load(name, batch_size, seed=None, max_episode_steps=None):
     """A batched classic-control environment written in TF ops.
 
     Args:
-        name: one of ``SUPPORTED_ENVIRONMENTS`` (gymnasium ids).
+        name: one of ``SUPPORTED_ENVIRONMENTS`` (gymnasium ids), or
+            ``'DeepSea-N'`` (``DeepSeaDynamics(N)``).
         batch_size: B, the number of environments.
         seed: int seed of the initial states; ``None`` for a random one.
         max_episode_steps: time limit; ``None`` for gymnasium's registered
             one (500 CartPole-v1, 200 Pendulum-v1, 200 MountainCar-v0, 999
-            MountainCarContinuous-v0, 500 Acrobot-v1); 0 or negative for
-            none.
+            MountainCarContinuous-v0, 500 Acrobot-v1, N DeepSea-N); 0 or
+            negative for none.
 
     Returns:
         A ``TFDynamicsEnvironment`` whose specs equal those of
@@ -692,10 +772,15 @@ def load(name, batch_size, seed=None, max_episode_steps=None):
     Raises:
         ValueError: for an unsupported ``name`` or a bad argument.
     """
-    if name not in _DYNAMICS:
+    deep_sea = re.fullmatch(r'DeepSea-(\d+)', str(name))
+    if deep_sea:
+        dynamics = DeepSeaDynamics(int(deep_sea.group(1)))
+    elif name in _DYNAMICS:
+        dynamics = _DYNAMICS[name]()
+    else:
         raise ValueError(
-            "suite_tf has no environment %r; supported are %s (use "
-            "suite_gym.load for other gymnasium ids)" %
+            "suite_tf has no environment %r; supported are %s and "
+            "DeepSea-N (use suite_gym.load for other gymnasium ids)" %
             (name, ', '.join(SUPPORTED_ENVIRONMENTS)))
-    return TFDynamicsEnvironment(_DYNAMICS[name](), batch_size, seed=seed,
+    return TFDynamicsEnvironment(dynamics, batch_size, seed=seed,
                                  max_episode_steps=max_episode_steps)
