@@ -8,6 +8,9 @@ import subprocess
 import sys
 import time
 
+import gin
+import pytest
+
 EXAMPLE = os.path.join(os.path.dirname(__file__), '..', 'examples',
                        'ac_cart_pole.gin')
 
@@ -139,3 +142,21 @@ def test_module_path_flag_and_its_errors(tmp_path):
     assert missing.returncode == 1
     assert ('alf-train: error: --module_path no_such_dir: not a directory'
             in missing.stderr)
+
+
+def test_includes_resolve_quietly_and_a_missing_one_is_one_line(
+        tmp_path, monkeypatch, caplog):
+    from alf_rl.bin.train import parse_gin
+    (tmp_path / 'mine.gin').write_text(
+        "include 'examples/ppo_cart_pole.gin'\n")
+    monkeypatch.chdir(os.path.join(os.path.dirname(__file__), '..'))
+    with caplog.at_level('INFO'):
+        parse_gin([str(tmp_path / 'mine.gin')], [], None)
+    # Found in the working directory after a miss next to mine.gin: gin's
+    # 'Path not found' error for that miss is not shown.
+    assert 'Path not found' not in caplog.text
+    assert gin.query_parameter('PPOLoss.gamma') == 0.98
+    (tmp_path / 'bad.gin').write_text("include 'nowhere.gin'\n")
+    with pytest.raises(ValueError, match=r"bad gin configuration .*Unable "
+                       r"to open file: nowhere.gin"):
+        parse_gin([str(tmp_path / 'bad.gin')], [], None)

@@ -167,14 +167,14 @@ class Agent(OnPolicyAlgorithm):
             observation transforms, gradient clipping).
 
     Raises:
-        ValueError: no intrinsic-reward module with ``intrinsic_reward_coef
-            != 0``; an RL algorithm with observation transforms behind an
-            encoder or a goal; a goal generator without ``output_spec``;
-            a wrapped algorithm that overrides ``train_complete`` (TRAC);
-            rollout and train states of different structures when the
-            rollout state must be stored.
+        ValueError: an RL algorithm with observation transforms behind an
+            encoder or a goal; a wrapped algorithm that overrides
+            ``train_complete`` (TRAC); rollout and train states of
+            different structures when the rollout state must be stored;
+            an encoder whose output is not [B, D].
         TypeError: an RL algorithm that is not an ``RLAlgorithm`` trained
-            on-policy or from replay, a module that is not an ``Algorithm``.
+            on-policy or from replay; a module that is not an
+            ``Algorithm``; a goal generator without ``output_spec``.
     """
 
     def __init__(self,

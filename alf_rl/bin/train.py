@@ -44,6 +44,7 @@ directory given with ``--module_path`` (searched first, like
 
 import difflib
 import inspect
+import logging
 import os
 import re
 import sys
@@ -105,6 +106,18 @@ def add_module_paths(module_paths: Sequence[str] = (),
     cwd = os.getcwd()
     if include_cwd and cwd not in sys.path and '' not in sys.path:
         sys.path.append(cwd)
+
+
+class _DropMessages(logging.Filter):
+    """Drops log records whose message starts with ``prefix``."""
+
+    def __init__(self, prefix: str):
+        super().__init__()
+        self._prefix = prefix
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """False (drop) for the records starting with the prefix."""
+        return not str(record.msg).startswith(self._prefix)
 
 
 def _add_gin_search_path(directory):
@@ -232,13 +245,20 @@ def parse_gin(gin_files: Optional[Sequence[str]],
     # Absolute paths: gin then opens them directly instead of trying every
     # search path (and logging a spurious error for each miss).
     gin_files = [os.path.abspath(path) for path in gin_files or []]
-    errors = (ValueError, KeyError, SyntaxError, ImportError, TypeError)
+    errors = (ValueError, KeyError, SyntaxError, ImportError, TypeError,
+              OSError)
+    # An ``include`` is tried in every search path in turn; gin logs an
+    # error for each miss, also when a later path has the file.
+    miss_filter = _DropMessages('Path not found: ')
+    logging.getLogger().addFilter(miss_filter)
     try:
         gin.parse_config_files_and_bindings(gin_files, [],
                                             finalize_config=False)
     except errors as e:
         raise ValueError("bad gin configuration (%s): %s" %
                          (', '.join(gin_files), explain_gin_error(e))) from e
+    finally:
+        logging.getLogger().removeFilter(miss_filter)
     for binding in gin_params or []:
         try:
             gin.parse_config(binding)
