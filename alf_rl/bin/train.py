@@ -473,8 +473,11 @@ def _main(argv):
               ('terminated (SIGTERM)' if term else 'interrupted',
                result['iterations'], FLAGS.root_dir), file=sys.stderr)
         sys.exit(143 if term else 130)
+    unscored = (('Metrics/AverageReturn', 'Metrics/AverageEpisodeLength')
+                if result.get('Metrics/NumberOfEpisodes', 1) == 0 else ())
     print('alf-train: done: ' + ', '.join(
-        '%s=%.4g' % (k, v) for k, v in sorted(result.items())))
+        '%s=%.4g' % (k, v) for k, v in sorted(result.items())
+        if k not in unscored))
 
 
 def main() -> None:

@@ -664,6 +664,14 @@ class Trainer(object):
             for name, m in self._metrics.items()
         }
 
+    def _unscored_metrics(self):
+        """Names of the per-episode averages while no episode has ended
+        (they read 0 then, which is not a score): left out of summaries
+        and the progress line."""
+        if int(self._metrics['NumberOfEpisodes'].result()) > 0:
+            return set()
+        return {'AverageReturn', 'AverageEpisodeLength'}
+
     def evaluate(self) -> Dict[str, float]:
         """Plays one greedy (``algorithm.predict``) episode in each
         evaluation environment.
@@ -909,7 +917,9 @@ class Trainer(object):
         """Metrics, losses and throughput under ``train/`` at
         ``iteration``; metrics also against environment steps."""
         env_steps = self._env_steps()
-        scalars = self._metric_scalars()
+        unscored = self._unscored_metrics()
+        scalars = {k: v for k, v in self._metric_scalars().items()
+                   if k[len('Metrics/'):] not in unscored}
         scalars.update(summary_utils.loss_scalars(loss_info))
         dt = max(now - run.last_summary_time, 1e-9)
         scalars['time/env_steps_per_sec'] = (env_steps -
@@ -920,8 +930,9 @@ class Trainer(object):
         with writer.as_default():
             summary_utils.write_scalars(scalars, iteration)
             for name, m in self._metrics.items():
-                tf.summary.scalar('Metrics_vs_EnvironmentSteps/' + name,
-                                  float(m.result()), step=env_steps)
+                if name not in unscored:
+                    tf.summary.scalar('Metrics_vs_EnvironmentSteps/' + name,
+                                      float(m.result()), step=env_steps)
 
     def _evaluate_and_write(self, iteration, writer):
         """Runs ``evaluate()`` and writes it under ``eval/`` at
@@ -954,12 +965,13 @@ class Trainer(object):
         eta = '' if remaining is None else ' | ETA %s' % _format_secs(
             remaining)
         last_eval = run.last_eval
-        line = ("iter %d | env steps %d | %.0f steps/s | AverageReturn %.2f"
-                "%s%s" % (int(self._iteration.numpy()), steps, rate,
-                          float(self._metrics['AverageReturn'].result()),
-                          (' | eval %.2f' %
-                           last_eval['Metrics/AverageReturn'])
-                          if last_eval else '', eta))
+        score = ('no episode ended yet' if self._unscored_metrics() else
+                 'AverageReturn %.2f' %
+                 float(self._metrics['AverageReturn'].result()))
+        line = ("iter %d | env steps %d | %.0f steps/s | %s%s%s" %
+                (int(self._iteration.numpy()), steps, rate, score,
+                 (' | eval %.2f' % last_eval['Metrics/AverageReturn'])
+                 if last_eval else '', eta))
         print(line, file=sys.stdout, flush=True)
 
     def close(self) -> None:

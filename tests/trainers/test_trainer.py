@@ -304,3 +304,26 @@ def test_legacy_adam_trains_checkpoints_and_resumes(tmp_path):
     iterations, slots2 = optimizer_values(9)
     assert iterations == 9  # resumed from 6, not restarted
     assert slots2.keys() == slots.keys()
+
+
+def test_no_score_is_shown_before_an_episode_ends(tmp_path, capsys):
+    # One env, 4 steps per iteration: no CartPole episode ends in 4 steps
+    # (the pole needs ~8 to fall), so iteration 1 has no score yet.
+    root = str(tmp_path / 'run')
+    result = train(root, [EXAMPLE], SMALL + [
+        'create_environment.num_parallel_environments=1',
+        'TrainerConfig.summary_interval=1', 'TrainerConfig.evaluate=False',
+        'TrainerConfig.num_iterations=12',
+        'TrainerConfig.progress_interval_secs=0'  # a line per call
+    ])
+    assert result['Metrics/NumberOfEpisodes'] > 0
+    lines = [l for l in capsys.readouterr().out.splitlines()
+             if l.startswith('iter ')]
+    assert 'no episode ended yet' in lines[0], lines[0]
+    assert 'AverageReturn' not in lines[0]
+    assert 'AverageReturn' in lines[-1]
+    events = _events(root, 'train')
+    episodes = dict(events['Metrics/NumberOfEpisodes'])
+    scored = [s for s, _ in events['Metrics/AverageReturn']]
+    assert scored == [s for s in sorted(episodes) if episodes[s] > 0]
+    assert 1 not in scored and len(episodes) == 12
