@@ -8,9 +8,9 @@ RL algorithm's ``rollout`` (the stochastic policy, as trained) and with
 its ``predict`` (greedy), and prints the discriminator's accuracy on the
 states visited (FIRST states left out: they carry no skill information;
 chance is 1/K). With ``--svg`` it draws each skill's first greedy episode:
-the pendulum's unwrapped angle over time for 3-dimensional Pendulum
-observations (cos, sin, angular velocity), else the first observation
-dimension.
+the path of a 2-dimensional observation (``PointMass``), the pendulum's
+unwrapped angle over time for 3-dimensional Pendulum observations (cos,
+sin, angular velocity), else the first observation dimension over time.
 
 Usage::
 
@@ -62,12 +62,21 @@ def _play(agent, env, act, skill, greedy):
         time_step = env.step(agent.env_action(step.action))
 
 
-def _angle_curve(observations):
+def _curve(observations):
+    """(points, x label, y label) of one episode: the path (x, y) of a
+    2-dimensional observation (PointMass); the unwrapped angle over time
+    of Pendulum's (cos, sin, angular velocity); else observation[0] over
+    time."""
     import numpy as np
     obs = np.asarray(observations)
-    if obs.shape[1] == 3:  # Pendulum: (cos, sin, angular velocity)
-        return np.unwrap(np.arctan2(obs[:, 1], obs[:, 0])), 'angle (rad, unwrapped)'
-    return obs[:, 0], 'observation[0]'
+    if obs.shape[1] == 2:
+        return [(float(x), float(y)) for x, y in obs], 'x', 'y'
+    if obs.shape[1] == 3:
+        values, label = (np.unwrap(np.arctan2(obs[:, 1], obs[:, 0])),
+                         'angle (rad, unwrapped)')
+    else:
+        values, label = obs[:, 0], 'observation[0]'
+    return [(t, float(v)) for t, v in enumerate(values)], 'step', label
 
 
 def main():
@@ -114,13 +123,12 @@ def main():
     if args.svg:
         series = []
         for skill, obs in curves:
-            values, label = _angle_curve(obs)
-            series.append(('skill %d' % skill,
-                           [(t, float(v)) for t, v in enumerate(values)]))
+            points, x_label, y_label = _curve(obs)
+            series.append(('skill %d' % skill, points))
         with open(args.svg, 'w') as f:
             f.write(svg_line_chart(series, title='DIAYN skills (greedy, one '
-                                   'episode each)', x_label='step',
-                                   y_label=label))
+                                   'episode each)', x_label=x_label,
+                                   y_label=y_label))
         print('wrote %s' % args.svg)
 
 

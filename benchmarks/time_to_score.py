@@ -84,7 +84,8 @@ def _run(gin, train, gin_file, seed, args):
 
 def _table(results, gin_files, seeds, threshold):
     """Markdown: per gin file, env steps (and loop seconds) per seed and
-    their median; a run that stopped below the threshold is marked '>'."""
+    their median; a run that stopped below the threshold is marked '>' (and
+    the median, when most of them did)."""
     import numpy as np
     lines = ['| example | %s | median env steps |' % ' | '.join(
         'seed %d: env steps (s)' % s for s in seeds),
@@ -96,9 +97,10 @@ def _table(results, gin_files, seeds, threshold):
             cells.append('%s%.1fk (%.0f s)' % ('' if reached else '>',
                                                n / 1e3, secs))
             steps.append(n)
-        lines.append('| %s | %s | %.1fk |' % (
+        missed = sum(not results[gin_file, seed][2] for seed in seeds)
+        lines.append('| %s | %s | %s%.1fk |' % (
             os.path.basename(gin_file), ' | '.join(cells),
-            np.median(steps) / 1e3))
+            '>' if 2 * missed > len(seeds) else '', np.median(steps) / 1e3))
     lines.append('(to a training AverageReturn >= %g; s: seconds in the '
                  'training loop, first iteration\'s tracing included)'
                  % threshold)

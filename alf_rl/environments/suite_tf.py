@@ -8,8 +8,10 @@ also under ``tf.function(jit_compile=True)``.
 
 Supported ids (gymnasium's physics, constants and time limits):
 ``CartPole-v1``, ``Pendulum-v1``, ``MountainCar-v0``,
-``MountainCarContinuous-v0``, ``Acrobot-v1``; and ``DeepSea-N`` (bsuite's
-hard-exploration grid of size N, ``DeepSeaDynamics``).
+``MountainCarContinuous-v0``, ``Acrobot-v1``; and two that are not
+gymnasium's: ``DeepSea-N`` (bsuite's hard-exploration grid of size N,
+``DeepSeaDynamics``) and ``PointMass`` (a point moved in a square, for
+skill discovery, ``PointMassDynamics``).
 
 Each environment is split in two:
 
@@ -452,6 +454,50 @@ class AcrobotDynamics(Dynamics):
                 terminated)
 
 
+class PointMassDynamics(Dynamics):
+    """``'PointMass'``: a point in the square [-1, 1]^2 moved by its
+    action, for skill discovery (not a gymnasium environment).
+
+    The position changes by ``0.1 * clip(a, -1, 1)`` per step (the walls
+    clip it); episodes start within 0.05 of the origin and last 50 steps;
+    the reward is 0 (skills come from an intrinsic reward, e.g. DIAYN).
+    Observation and state: the position (2,) float32.
+    """
+
+    name = 'PointMass'
+    state_dim = 2
+    max_episode_steps = 50
+    step_size = 0.1
+
+    observation_spec = BoundedTensorSpec((2, ), tf.float32, -1.0, 1.0,
+                                         'observation')
+    action_spec = BoundedTensorSpec((2, ), tf.float32, -1.0, 1.0, 'action')
+
+    def initial_state(self, batch_size, seed):
+        """[B, 2] float32 positions from U(-0.05, 0.05)."""
+        return stateless_uniform([batch_size, 2], seed, -0.05, 0.05)
+
+    def observation(self, state):
+        """[B, 2] float32: the position."""
+        return state
+
+    def _next_state(self, state, action):
+        position = tf.clip_by_value(
+            state + self.step_size * tf.clip_by_value(action, -1.0, 1.0),
+            -1.0, 1.0)
+        zeros = tf.zeros(tf.shape(state)[:1])
+        return position, zeros, tf.cast(zeros, tf.bool)
+
+    def render_frame(self, state):
+        """[64, 64, 3] uint8 picture of one state ([2] numpy): the point
+        white on dark blue."""
+        frame = np.zeros((64, 64, 3), np.uint8)
+        frame[:] = (10, 30, 80)
+        col, row = [int(round((v + 1.0) / 2.0 * 59)) for v in state[:2]]
+        frame[59 - row:59 - row + 5, col:col + 5] = 255
+        return frame
+
+
 class DeepSeaDynamics(Dynamics):
     """bsuite's Deep Sea (Osband et al. 2020), size N: the hard-exploration
     task behind ``'DeepSea-N'`` (not a gymnasium environment).
@@ -756,14 +802,14 @@ def load(name, batch_size, seed=None, max_episode_steps=None):
     """A batched classic-control environment written in TF ops.
 
     Args:
-        name: one of ``SUPPORTED_ENVIRONMENTS`` (gymnasium ids), or
-            ``'DeepSea-N'`` (``DeepSeaDynamics(N)``).
+        name: one of ``SUPPORTED_ENVIRONMENTS`` (gymnasium ids),
+            ``'DeepSea-N'`` (``DeepSeaDynamics(N)``) or ``'PointMass'``.
         batch_size: B, the number of environments.
         seed: int seed of the initial states; ``None`` for a random one.
         max_episode_steps: time limit; ``None`` for gymnasium's registered
             one (500 CartPole-v1, 200 Pendulum-v1, 200 MountainCar-v0, 999
-            MountainCarContinuous-v0, 500 Acrobot-v1, N DeepSea-N); 0 or
-            negative for none.
+            MountainCarContinuous-v0, 500 Acrobot-v1, N DeepSea-N, 50
+            PointMass); 0 or negative for none.
 
     Returns:
         A ``TFDynamicsEnvironment`` whose specs equal those of
@@ -775,12 +821,14 @@ def load(name, batch_size, seed=None, max_episode_steps=None):
     deep_sea = re.fullmatch(r'DeepSea-(\d+)', str(name))
     if deep_sea:
         dynamics = DeepSeaDynamics(int(deep_sea.group(1)))
+    elif name == PointMassDynamics.name:
+        dynamics = PointMassDynamics()
     elif name in _DYNAMICS:
         dynamics = _DYNAMICS[name]()
     else:
         raise ValueError(
             "suite_tf has no environment %r; supported are %s and "
-            "DeepSea-N (use suite_gym.load for other gymnasium ids)" %
-            (name, ', '.join(SUPPORTED_ENVIRONMENTS)))
+            "DeepSea-N, PointMass (use suite_gym.load for other gymnasium "
+            "ids)" % (name, ', '.join(SUPPORTED_ENVIRONMENTS)))
     return TFDynamicsEnvironment(dynamics, batch_size, seed=seed,
                                  max_episode_steps=max_episode_steps)

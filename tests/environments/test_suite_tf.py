@@ -191,7 +191,7 @@ def test_specs_equal_tf_py_environment(name):
 def test_unknown_name_lists_supported_ones():
     with pytest.raises(ValueError, match="'CartPole-v0'.*CartPole-v1, "
                        "Pendulum-v1, MountainCar-v0, "
-                       "MountainCarContinuous-v0, Acrobot-v1 and DeepSea-N"):
+                       "MountainCarContinuous-v0, Acrobot-v1 and DeepSea-N, PointMass"):
         suite_tf.load('CartPole-v0', 2)
 
 

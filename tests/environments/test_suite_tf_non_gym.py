@@ -1,5 +1,6 @@
-"""suite_tf 'DeepSea-N': the grid walk, the per-cell action mapping, the
-rewards of the optimal and the all-left paths, episode ends, rendering."""
+"""suite_tf's environments that are not gymnasium's: 'DeepSea-N' (the
+grid walk, the per-cell action mapping, the rewards of the optimal and the
+all-left paths, episode ends, rendering) and 'PointMass'."""
 
 import numpy as np
 import pytest
@@ -96,3 +97,25 @@ def test_render_and_errors():
         suite_tf.load('DeepSea-1', 1)
     with pytest.raises(ValueError, match='DeepSea-N'):
         suite_tf.load('DeepSea', 1)
+
+
+def test_point_mass_moves_by_a_tenth_of_the_action():
+    env = suite_tf.load('PointMass', 2, seed=0)
+    assert env.max_episode_steps == 50
+    start = env.reset().observation.numpy()
+    assert np.all(np.abs(start) <= 0.05)
+    ts = env.step(tf.constant([[1.0, -0.5], [-1.0, 0.0]]))
+    np.testing.assert_allclose(ts.observation.numpy(),
+                               start + [[0.1, -0.05], [-0.1, 0.0]],
+                               atol=1e-6)
+    for _ in range(30):  # the walls clip
+        ts = env.step(tf.constant([[1.0, 1.0], [-1.0, -1.0]]))
+    np.testing.assert_allclose(ts.observation.numpy(),
+                               [[1.0, 1.0], [-1.0, -1.0]])
+    assert float(tf.reduce_sum(tf.abs(ts.reward))) == 0.0
+    for _ in range(19):  # the 50th step after the reset is LAST
+        ts = env.step(tf.zeros([2, 2]))
+    assert ts.is_last().numpy().all() and ts.discount.numpy().tolist() == [
+        1.0, 1.0]  # truncated at 50 steps, not terminated
+    frame = env.render()
+    assert frame.shape == (64, 64, 3) and (frame[:5, -5:] == 255).all()
