@@ -123,6 +123,8 @@ _FRAMEWORK_HOOKS = {
     'compute_output_shape',
     # gymnasium.Wrapper hooks.
     'observation', 'action', 'reward', 'step', 'reset', 'render', 'close',
+    # logging.Filter (alf-train drops gin's spurious 'Path not found').
+    'filter',
     # tf.TensorSpec's API, overridden by BoundedTensorSpec so that the
     # inherited classmethod builds a valid bounded spec.
     'from_spec',
