@@ -40,3 +40,61 @@ def memory_task_networks():
                 lambda o: ValueNetwork(o, fc_layer_params=(32, )))
 
     return networks
+
+
+@pytest.fixture
+def chain_exploration():
+    """``run(module_ctor, seed, root_dir) -> int``: trains PPO (alone when
+    ``module_ctor`` is None, else as the RL algorithm of an ``Agent`` with
+    that intrinsic-reward module, coefficients 1) on
+    ``ChainUnittestEnv(8 envs, length 20)`` for 30 iterations of 16 steps
+    (3,840 env steps) through the replay path, and returns how many
+    rewards (episodes that reached the far end) the chain handed out."""
+    import functools
+
+    import numpy as np
+    import tf_keras
+
+    from alf_rl.algorithms import Agent, PPOAlgorithm, PPOLoss
+    from alf_rl.environments.suite_unittest import ChainUnittestEnv
+    from alf_rl.environments.tf_environment import TFPyEnvironment
+    from alf_rl.networks import ActorDistributionNetwork, ValueNetwork
+    from alf_rl.trainers.off_policy_trainer import OffPolicyTrainer
+    from alf_rl.trainers.trainer import TrainerConfig
+
+    class CountingChain(ChainUnittestEnv):
+        rewards_given = 0
+
+        def _reward(self, step, action):
+            reward = super()._reward(step, action)
+            self.rewards_given += int(np.sum(reward))
+            return reward
+
+    def ppo(observation_spec, action_spec):
+        return PPOAlgorithm(
+            observation_spec, action_spec,
+            actor_network_ctor=functools.partial(ActorDistributionNetwork,
+                                                 fc_layer_params=(32, )),
+            value_network_ctor=functools.partial(ValueNetwork,
+                                                 fc_layer_params=(32, )),
+            loss=PPOLoss(gamma=0.99),
+            optimizer=tf_keras.optimizers.Adam(1e-3))
+
+    def agent(module_ctor, observation_spec, action_spec):
+        return Agent(observation_spec, action_spec, rl_algorithm_ctor=ppo,
+                     intrinsic_reward_module_ctor=module_ctor)
+
+    def run(module_ctor, seed, root_dir):
+        env = CountingChain(8, 20, seed=seed)
+        config = TrainerConfig(
+            root_dir=str(root_dir),
+            algorithm_ctor=(ppo if module_ctor is None else
+                            functools.partial(agent, module_ctor)),
+            random_seed=seed, num_iterations=30, unroll_length=16,
+            clear_replay_buffer=True, mini_batch_size=32,
+            mini_batch_length=1, num_updates_per_train_step=4,
+            summary_interval=1000, checkpoint_interval=100000)
+        OffPolicyTrainer(config, env=TFPyEnvironment(env)).train()
+        return env.rewards_given
+
+    return run
