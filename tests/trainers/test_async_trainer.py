@@ -8,7 +8,8 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
-from alf_rl.algorithms import DqnAlgorithm, PPOAlgorithm, PPOLoss
+from alf_rl.algorithms import (Agent, DqnAlgorithm, PPOAlgorithm, PPOLoss,
+                               RNDAlgorithm)
 from alf_rl.environments.suite_unittest import PolicyUnittestEnv
 from alf_rl.environments.tf_environment import TFPyEnvironment
 from alf_rl.networks import (ActorDistributionNetwork, QNetwork,
@@ -135,6 +136,34 @@ def test_dqn_replay_of_all_actors_and_resume(tmp_path):
     assert result['Metrics/EnvironmentSteps'] > steps
     assert int(resumed.algorithm.rollout_owned_variables()[0].numpy()) > count
     resumed.close()
+
+
+def _ppo_rnd(observation_spec, action_spec):
+    return Agent(observation_spec, action_spec, rl_algorithm_ctor=_ppo,
+                 intrinsic_reward_module_ctor=lambda observation_spec:
+                 RNDAlgorithm(observation_spec,
+                              optimizer=tf_keras.optimizers.Adam(1e-3)),
+                 intrinsic_reward_coef=0.1)
+
+
+def test_agent_with_rnd_actors_keep_the_normalizer_statistics(tmp_path):
+    trainer = AsyncOffPolicyTrainer(
+        _ppo_config(str(tmp_path), algorithm_ctor=_ppo_rnd,
+                    num_iterations=20),
+        env=_env(), num_actors=2)
+    result = trainer.train()
+    module = trainer.algorithm.intrinsic_reward_module
+    trainer.close()
+    assert result['iterations'] == 20
+    # RND's statistics are updated by the actors' rollouts only: the
+    # learner holds what an actor reported (not its untouched initial
+    # values), and the predictor was trained (it is published).
+    count = module._observation_normalizer.count
+    assert float(count) >= 8 * 8  # at least one message of 8 envs x 8
+    owned = trainer.algorithm.rollout_owned_variables()
+    assert owned and all(
+        any(v is w for w in module.rollout_owned_variables()) for v in owned)
+    assert result['Metrics/AverageEpisodeLength'] == 5
 
 
 class _BreaksAfter(PolicyUnittestEnv):
