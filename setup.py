@@ -16,7 +16,9 @@ CORE = [
 EXTRAS = {
     'test': ['pytest>=8', 'pytest-xdist>=3.5', 'pygame>=2.5'],
     'render': ['pygame>=2.5', 'imageio>=2.30', 'imageio-ffmpeg>=0.5'],
-    'atari': ['ale-py>=0.9'],
+    # ROMs are bundled with ale-py; gymnasium's AtariPreprocessing (frame
+    # resizing) needs opencv.
+    'atari': ['ale-py>=0.9', 'opencv-python-headless>=4.8'],
     'mujoco': ['mujoco>=3.0'],
     # 'box2d' (2.3.10+) ships wheels; 'box2d-py' needs swig and a compiler.
     'box2d': ['box2d>=2.3.10', 'pygame>=2.5'],
