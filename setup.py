@@ -27,6 +27,8 @@ EXTRAS = {
     # Runs exported .tflite policies (alf-play --policy, alf_rl.export);
     # without it tf.lite.Interpreter is used.
     'export': ['ai-edge-litert>=2.0'],
+    # alf-grid-search --optuna (Bayesian search); measured with 5.0.
+    'tune': ['optuna>=4'],
 }
 
 setup(
@@ -54,6 +56,7 @@ setup(
             'alf-play=alf_rl.bin.play:main',
             'alf-plot=alf_rl.bin.plot:main',
             'alf-export=alf_rl.bin.export:main',
+            'alf-grid-search=alf_rl.bin.grid_search:main',
         ],
     },
 )

@@ -10,8 +10,8 @@ import pytest
 import tensorflow as tf
 
 from alf_rl.bin.plot import plot_runs
-from alf_rl.utils.curves import (nice_ticks, read_curve, read_scalar_events,
-                                 svg_line_chart)
+from alf_rl.utils.curves import (mean_and_range, nice_ticks, read_curve,
+                                 read_scalar_events, svg_line_chart)
 
 SVG = '{http://www.w3.org/2000/svg}'
 
@@ -112,3 +112,48 @@ def test_cli_writes_the_file_and_reports_errors(tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 1
     assert "alf-plot: error:" in bad.stderr and 'Nope' in bad.stderr
+
+
+def test_mean_and_range_interpolates_without_extrapolating():
+    rows = mean_and_range([[(0, 0.0), (10, 10.0)], [(0, 2.0), (5, 4.0)]])
+    # x=5: first curve interpolates to 5.0; x=10: only the first reaches.
+    assert rows == [(0.0, 1.0, 0.0, 2.0), (5.0, 4.5, 4.0, 5.0),
+                    (10.0, 10.0, 10.0, 10.0)]
+    assert mean_and_range([]) == []
+
+
+def test_svg_line_chart_draws_a_band_behind_its_series():
+    series = [('mean', [(0, 1.0), (10, 2.0)]), ('other', [(0, 0.0)])]
+    plain = svg_line_chart(series)
+    assert svg_line_chart(series, bands=[None, None]) == plain
+    svg = svg_line_chart(series, bands=[[(0, 0.5, 1.5), (10, -3.0, 9.0)],
+                                        None])
+    root = ET.fromstring(svg)
+    polygons = root.findall(SVG + 'polygon')
+    assert len(polygons) == 1
+    assert polygons[0].get('fill') == '#0072B2'  # the first series' colour
+    corners = [tuple(map(float, p.split(',')))
+               for p in polygons[0].get('points').split()]
+    assert len(corners) == 4  # high edge forward, low edge back
+    assert corners[0][0] == corners[3][0] and corners[1][0] == corners[2][0]
+    assert corners[1][1] < corners[2][1]  # y=9 above y=-3 on screen
+    # The axes grew to cover the band: nice_ticks(-3, 9) = -5, 0, 5, 10.
+    labels = [t.text for t in root.iter(SVG + 'text')]
+    assert '-5' in labels and '10' in labels
+    assert '-5' not in [t.text for t in ET.fromstring(plain).iter(SVG +
+                                                                 'text')]
+    with pytest.raises(ValueError, match='one entry per series'):
+        svg_line_chart(series, bands=[None])
+
+
+def test_plot_runs_band_draws_the_mean_of_seeds(tmp_path):
+    a = _run(str(tmp_path / 's0'), [(100, 10.0), (200, 50.0)],
+             [(200, 40.0)])
+    b = _run(str(tmp_path / 's1'), [(100, 20.0), (200, 30.0)])
+    out = str(tmp_path / 'band.svg')
+    counts = plot_runs([a, b], out, band=True)
+    assert counts == {'train mean of 2': 2, 'eval mean of 1': 1}
+    root = ET.parse(out).getroot()
+    assert len(root.findall(SVG + 'polygon')) == 2
+    texts = [t.text for t in root.iter(SVG + 'text')]
+    assert 'train mean of 2' in texts

@@ -16,7 +16,7 @@ wants TensorFlow's start-up notices hidden imports it first with
 import glob
 import math
 import os
-from typing import Callable, List, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 from xml.sax.saxutils import escape
 
 # Colour-blind-safe palette (Okabe-Ito).
@@ -123,10 +123,52 @@ def _grid(xs: List[float], ys: List[float], px: Callable[[float], float],
     return out
 
 
+def _check_bands(series: Sequence, bands: Optional[Sequence]) -> List:
+    """``bands`` as a list with one entry per series (``None``: none)."""
+    if bands is None:
+        return [None] * len(series)
+    if len(bands) != len(series):
+        raise ValueError("svg_line_chart: bands must have one entry per "
+                         "series (%d), got %d" % (len(series), len(bands)))
+    return list(bands)
+
+
+def _band_polygon(band: Sequence[Tuple[float, float, float]], color: str,
+                  px: Callable[[float], float],
+                  py: Callable[[float], float]) -> str:
+    """An SVG polygon filling between a band's low and high edges."""
+    edge = ['%.1f,%.1f' % (px(x), py(high)) for x, _, high in band]
+    edge += ['%.1f,%.1f' % (px(x), py(low)) for x, low, _ in reversed(band)]
+    return ('<polygon fill="%s" fill-opacity="0.2" stroke="none" '
+            'points="%s"/>' % (color, ' '.join(edge)))
+
+
+def _series_lines(series: Sequence[Tuple[str, Sequence[Tuple[float, float]]]],
+                  px: Callable[[float], float], py: Callable[[float], float],
+                  left: int, top: int) -> List[str]:
+    """SVG polylines of the series and their legend entries."""
+    out = []
+    for i, (label, pts) in enumerate(series):
+        color = _COLORS[i % len(_COLORS)]
+        if pts:
+            out.append('<polyline fill="none" stroke="%s" stroke-width="1.8" '
+                       'points="%s"/>' % (color, ' '.join(
+                           '%.1f,%.1f' % (px(x), py(y)) for x, y in pts)))
+        ly = top + 16 + 18 * i
+        out.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" '
+                   'stroke-width="3"/>' % (left + 10, ly - 4, left + 34,
+                                           ly - 4, color))
+        out.append('<text x="%d" y="%d">%s</text>' %
+                   (left + 40, ly, escape(label)))
+    return out
+
+
 def svg_line_chart(series: Sequence[Tuple[str, Sequence[Tuple[float,
                                                               float]]]],
                    title: str = '', x_label: str = '', y_label: str = '',
-                   width: int = 760, height: int = 440) -> str:
+                   width: int = 760, height: int = 440,
+                   bands: Optional[Sequence[Optional[Sequence[Tuple[
+                       float, float, float]]]]] = None) -> str:
     """Draws line series as an SVG document.
 
     Args:
@@ -134,12 +176,20 @@ def svg_line_chart(series: Sequence[Tuple[str, Sequence[Tuple[float,
             numbers (at least one series must have a point).
         title, x_label, y_label: text of the chart.
         width, height: size in pixels.
+        bands: optional, one entry per series (``None`` for none): a list
+            of ``(x, low, high)`` drawn as a shaded area in the series'
+            colour behind the lines (e.g. the min-max over seeds around
+            their mean). The axes cover the bands too.
     Returns:
         The SVG document (str).
     Raises:
-        ValueError: when no series has a point.
+        ValueError: when no series has a point, or ``bands`` does not have
+            one entry per series.
     """
+    bands = _check_bands(series, bands)
     points = [p for _, pts in series for p in pts]
+    points += [(x, y) for band in bands for x, low, high in band or ()
+               for y in (low, high)]
     if not points:
         raise ValueError("svg_line_chart: no points to draw (series: %s)" %
                          [label for label, _ in series])
@@ -170,17 +220,36 @@ def svg_line_chart(series: Sequence[Tuple[str, Sequence[Tuple[float,
     out.append('<text transform="translate(16,%d) rotate(-90)" '
                'text-anchor="middle">%s</text>' %
                (top + plot_h // 2, escape(y_label)))
-    for i, (label, pts) in enumerate(series):
-        color = _COLORS[i % len(_COLORS)]
-        if pts:
-            out.append('<polyline fill="none" stroke="%s" stroke-width="1.8" '
-                       'points="%s"/>' % (color, ' '.join(
-                           '%.1f,%.1f' % (px(x), py(y)) for x, y in pts)))
-        ly = top + 16 + 18 * i
-        out.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" '
-                   'stroke-width="3"/>' % (left + 10, ly - 4, left + 34,
-                                           ly - 4, color))
-        out.append('<text x="%d" y="%d">%s</text>' %
-                   (left + 40, ly, escape(label)))
+    for i, band in enumerate(bands):
+        if band:
+            out.append(_band_polygon(band, _COLORS[i % len(_COLORS)], px, py))
+    out += _series_lines(series, px, py, left, top)
     out.append('</svg>')
     return '\n'.join(out) + '\n'
+
+
+def mean_and_range(
+        curves: Sequence[Sequence[Tuple[float, float]]]
+) -> List[Tuple[float, float, float, float]]:
+    """The mean, minimum and maximum of several curves (seeds of one run
+    configuration) at every x any of them has a point at.
+
+    A curve is linearly interpolated between its points; at an x outside
+    a curve's own range that curve is left out (so near the ends the
+    statistics may cover fewer curves: no extrapolation).
+
+    Args:
+        curves: list of curves, each a list of ``(x, y)`` sorted by x
+            (e.g. ``read_curve`` of each seed).
+    Returns:
+        List of ``(x, mean, min, max)`` sorted by x; empty when no curve
+        has a point.
+    """
+    import numpy as np
+    xs = sorted({float(x) for curve in curves for x, _ in curve})
+    rows = []
+    for x in xs:
+        values = [float(np.interp(x, [p[0] for p in c], [p[1] for p in c]))
+                  for c in curves if c and c[0][0] <= x <= c[-1][0]]
+        rows.append((x, float(np.mean(values)), min(values), max(values)))
+    return rows
