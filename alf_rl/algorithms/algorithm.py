@@ -72,6 +72,29 @@ def describe_returned(value: Any) -> str:
     return type(value).__name__
 
 
+def info_of(training_info: Any, info_type: type, owner: str) -> Any:
+    """The ``info_type`` info of a ``TrainingInfo`` (or that info itself),
+    for a sub-algorithm's ``calc_loss`` that accepts either.
+
+    Args:
+        training_info: ``TrainingInfo`` whose ``info`` has [T, B] leaves,
+            or such an info.
+        info_type: the namedtuple type the info must be.
+        owner: class name for the message (``'<owner>.calc_loss'``).
+    Returns:
+        The info.
+    Raises:
+        TypeError: naming ``owner``, ``info_type`` and what was given.
+    """
+    info = (training_info.info
+            if isinstance(training_info, TrainingInfo) else training_info)
+    if not isinstance(info, info_type):
+        raise TypeError("%s.calc_loss: expected a TrainingInfo whose info "
+                        "is an %s, got %s" %
+                        (owner, info_type.__name__, type(info).__name__))
+    return info
+
+
 def _is_optimizer(obj):
     return hasattr(obj, 'apply_gradients') and hasattr(obj, 'get_config')
 

@@ -47,8 +47,7 @@ from typing import Any, Callable, Optional, Union
 import gin
 import tensorflow as tf
 
-from alf_rl.algorithms.algorithm import Algorithm
-from alf_rl.algorithms.icm_algorithm import _info_of
+from alf_rl.algorithms.algorithm import Algorithm, info_of
 from alf_rl.data_structures import (AlgStep, Experience, LossInfo, TimeStep,
                                     TrainingInfo, namedtuple)
 from alf_rl.networks.encoding_network import EncodingNetwork
@@ -211,7 +210,7 @@ class DIAYNAlgorithm(Algorithm):
         Returns:
             ``LossInfo(loss=[T, B] discriminator_loss, extra=DIAYNInfo)``.
         """
-        info = _info_of(training_info, DIAYNInfo, type(self).__name__)
+        info = info_of(training_info, DIAYNInfo, type(self).__name__)
         return LossInfo(loss=info.discriminator_loss, extra=info)
 
 

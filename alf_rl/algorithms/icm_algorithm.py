@@ -45,14 +45,15 @@ from typing import Any, Callable, List, Optional, Union
 import gin
 import tensorflow as tf
 
-from alf_rl.algorithms.algorithm import Algorithm
+from alf_rl.algorithms.algorithm import Algorithm, info_of
 from alf_rl.data_structures import (AlgStep, Experience, LossInfo, TimeStep,
                                     TrainingInfo, namedtuple)
 from alf_rl.networks.encoding_network import EncodingNetwork
 from alf_rl.networks.network import Network
 from alf_rl.specs import zeros_from_spec
 from alf_rl.utils.nest import Nest
-from alf_rl.utils.normalizers import AdaptiveScalarNormalizer
+from alf_rl.utils.normalizers import (AdaptiveScalarNormalizer,
+                                      update_reward_normalizer)
 
 ICMInfo = namedtuple(
     'ICMInfo',
@@ -239,11 +240,8 @@ class IcmAlgorithm(Algorithm):
         reward = tf.stop_gradient(forward_loss)
         if self._reward_normalizer is not None:
             if update_normalizer:
-                if self._reward_normalizer.uses_step_type:
-                    self._reward_normalizer.update(
-                        reward, step_type=inputs.step_type)
-                else:
-                    self._reward_normalizer.update(reward)
+                update_reward_normalizer(self._reward_normalizer, reward,
+                                         inputs.step_type)
             reward = valid * self._reward_normalizer.normalize(reward)
         return AlgStep(output=reward, state=inputs.observation,
                        info=ICMInfo(forward_loss=forward_loss,
@@ -290,18 +288,7 @@ class IcmAlgorithm(Algorithm):
             ``LossInfo(loss=[T, B], extra=ICMInfo(forward_loss,
             inverse_loss))``.
         """
-        info = _info_of(training_info, ICMInfo, type(self).__name__)
+        info = info_of(training_info, ICMInfo, type(self).__name__)
         loss = ((1.0 - self._beta) * info.inverse_loss +
                 self._beta * info.forward_loss)
         return LossInfo(loss=loss, extra=info)
-
-
-def _info_of(training_info: Any, info_type: type, owner: str) -> Any:
-    """The ``info_type`` info of a ``TrainingInfo`` (or itself)."""
-    info = (training_info.info
-            if isinstance(training_info, TrainingInfo) else training_info)
-    if not isinstance(info, info_type):
-        raise TypeError("%s.calc_loss: expected a TrainingInfo whose info "
-                        "is an %s, got %s" %
-                        (owner, info_type.__name__, type(info).__name__))
-    return info

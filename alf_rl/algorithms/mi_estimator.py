@@ -38,7 +38,7 @@ from typing import Any, Callable, Optional, Union
 import gin
 import tensorflow as tf
 
-from alf_rl.algorithms.algorithm import Algorithm
+from alf_rl.algorithms.algorithm import Algorithm, info_of
 from alf_rl.data_structures import AlgStep, LossInfo, TrainingInfo, namedtuple
 from alf_rl.networks.encoding_network import EncodingNetwork
 from alf_rl.networks.network import Network
@@ -256,7 +256,7 @@ class MIEstimator(Algorithm):
             ``LossInfo(loss=[T, B] (or [B]) per-sample loss whose mean is
             minus the bound, extra=MIEstimatorLossInfo)``.
         """
-        info = _mi_info(training_info)
+        info = info_of(training_info, MIEstimatorInfo, 'MIEstimator')
         t_joint, t_marginal = info.t_joint, info.t_marginal
         log_denominator = ()
         if self._estimator_type == 'DV':
@@ -281,18 +281,7 @@ class MIEstimator(Algorithm):
         """
         if self._estimator_type != 'DV':
             return
-        info = _mi_info(training_info)
+        info = info_of(training_info, MIEstimatorInfo, 'MIEstimator')
         self._log_denominator.assign(
             self._next_log_denominator(info.t_marginal))
         self._num_averaged.assign_add(1)
-
-
-def _mi_info(training_info):
-    """The ``MIEstimatorInfo`` of a ``TrainingInfo`` (or itself)."""
-    info = (training_info.info
-            if isinstance(training_info, TrainingInfo) else training_info)
-    if not isinstance(info, MIEstimatorInfo):
-        raise TypeError("MIEstimator.calc_loss: expected a TrainingInfo "
-                        "whose info is an MIEstimatorInfo, got %s" %
-                        type(info).__name__)
-    return info

@@ -14,6 +14,7 @@ from alf_rl.data_structures import LossInfo, TimeStep, TrainingInfo
 from alf_rl.specs import time_step_spec
 from alf_rl.utils.common import valid_step_mask
 from alf_rl.utils.nest import Nest
+from alf_rl.utils.normalizers import update_reward_normalizer
 
 
 class RLAlgorithm(Algorithm):
@@ -153,11 +154,8 @@ class RLAlgorithm(Algorithm):
             reward = self._reward_shaping_fn(reward)
         if self._reward_normalizer is not None:
             if update_normalizers:
-                if self._reward_normalizer.uses_step_type:
-                    self._reward_normalizer.update(
-                        reward, step_type=time_step.step_type)
-                else:
-                    self._reward_normalizer.update(reward)
+                update_reward_normalizer(self._reward_normalizer, reward,
+                                         time_step.step_type)
             reward = self._reward_normalizer.normalize(reward)
         if self._reward_clip_value:
             reward = tf.clip_by_value(reward, -self._reward_clip_value,

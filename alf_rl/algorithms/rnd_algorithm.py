@@ -48,7 +48,7 @@ from typing import Any, Callable, List, Optional, Union
 import gin
 import tensorflow as tf
 
-from alf_rl.algorithms.algorithm import Algorithm
+from alf_rl.algorithms.algorithm import Algorithm, info_of
 from alf_rl.data_structures import (AlgStep, Experience, LossInfo, TimeStep,
                                     TrainingInfo, namedtuple)
 from alf_rl.networks.encoding_network import EncodingNetwork
@@ -57,7 +57,8 @@ from alf_rl.networks.target_network import TargetNetwork
 from alf_rl.specs import zeros_from_spec
 from alf_rl.utils.nest import Nest
 from alf_rl.utils.normalizers import (ReturnScaleNormalizer,
-                                      StreamingMeanVarNormalizer)
+                                      StreamingMeanVarNormalizer,
+                                      update_reward_normalizer)
 
 RNDInfo = namedtuple(
     'RNDInfo',
@@ -184,11 +185,8 @@ class RNDAlgorithm(Algorithm):
         reward = valid * tf.stop_gradient(prediction_loss)
         if self._reward_normalizer is not None:
             if update_normalizers:
-                if self._reward_normalizer.uses_step_type:
-                    self._reward_normalizer.update(
-                        reward, step_type=inputs.step_type)
-                else:
-                    self._reward_normalizer.update(reward)
+                update_reward_normalizer(self._reward_normalizer, reward,
+                                         inputs.step_type)
             reward = valid * self._reward_normalizer.normalize(reward)
         return AlgStep(output=reward, state=(),
                        info=RNDInfo(prediction_loss=prediction_loss))
@@ -232,10 +230,5 @@ class RNDAlgorithm(Algorithm):
         Returns:
             ``LossInfo(loss=[T, B] prediction_loss, extra=RNDInfo)``.
         """
-        info = (training_info.info if isinstance(training_info, TrainingInfo)
-                else training_info)
-        if not isinstance(info, RNDInfo):
-            raise TypeError("%s.calc_loss: expected a TrainingInfo whose "
-                            "info is an RNDInfo, got %s" %
-                            (type(self).__name__, type(info).__name__))
+        info = info_of(training_info, RNDInfo, type(self).__name__)
         return LossInfo(loss=info.prediction_loss, extra=info)

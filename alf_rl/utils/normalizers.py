@@ -90,6 +90,22 @@ class _Normalizer(tf.Module):
         return y
 
 
+def update_reward_normalizer(normalizer: '_Normalizer', reward: tf.Tensor,
+                             step_type: tf.Tensor) -> None:
+    """Folds rewards into a reward normalizer, passing the step types to
+    one that uses them (``uses_step_type``, e.g. ``ReturnScaleNormalizer``).
+
+    Args:
+        normalizer: a normalizer of scalar rewards.
+        reward: [B] (or [B, T]) float32 rewards.
+        step_type: int32 step types shaped like ``reward``.
+    """
+    if normalizer.uses_step_type:
+        normalizer.update(reward, step_type=step_type)
+    else:
+        normalizer.update(reward)
+
+
 @gin.configurable
 class StreamingMeanVarNormalizer(_Normalizer):
     """Exact running mean/variance over every element seen (Chan et al.).

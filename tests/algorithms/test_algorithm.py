@@ -5,8 +5,9 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
-from alf_rl.algorithms.algorithm import Algorithm
-from alf_rl.data_structures import AlgStep, LossInfo, TrainingInfo
+from alf_rl.algorithms.algorithm import Algorithm, info_of
+from alf_rl.data_structures import (AlgStep, LossInfo, TrainingInfo,
+                                    namedtuple)
 from alf_rl.networks.target_network import PeriodicSoftUpdate, TargetNetwork
 
 
@@ -145,3 +146,13 @@ def test_should_apply_gates_one_optimizer(compiled):
     assert float(alg.b.w) == pytest.approx(-1.0)
     assert int(alg.b.optimizer.iterations) == 1
     assert int(alg.after) == 2  # after_train runs after every update
+
+
+def test_info_of_takes_a_training_info_or_the_info():
+    Info = namedtuple('Info', ['loss'], default_value=())
+    info = Info(loss=tf.zeros([2, 3]))
+    assert info_of(TrainingInfo(info=info), Info, 'Mine') is info
+    assert info_of(info, Info, 'Mine') is info
+    with pytest.raises(TypeError, match=r"Mine.calc_loss: expected a "
+                       r"TrainingInfo whose info is an Info, got LossInfo"):
+        info_of(TrainingInfo(info=LossInfo()), Info, 'Mine')

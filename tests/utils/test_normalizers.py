@@ -8,7 +8,8 @@ from alf_rl.data_structures import StepType
 from alf_rl.utils.normalizers import (AdaptiveScalarNormalizer,
                                       EMAMeanVarNormalizer,
                                       ReturnScaleNormalizer,
-                                      StreamingMeanVarNormalizer)
+                                      StreamingMeanVarNormalizer,
+                                      update_reward_normalizer)
 
 SPEC = {'a': tf.TensorSpec([3], tf.float32), 'b': tf.TensorSpec([], tf.float32)}
 
@@ -210,3 +211,17 @@ def test_rl_algorithm_passes_step_types_to_the_return_normalizer():
     np.testing.assert_allclose(alg._reward_normalizer.variance,
                                np.var([2.0, 4.0, 4.0]), rtol=1e-5)
     assert TimeStep is not None
+
+
+def test_update_reward_normalizer_passes_step_types_to_those_using_them():
+    first, mid = StepType.FIRST, StepType.MID
+    returns = ReturnScaleNormalizer(gamma=0.5, clip_value=0.0)
+    update_reward_normalizer(returns, tf.constant([2.0, 4.0]),
+                             tf.constant([mid, first]))
+    np.testing.assert_allclose(returns.returns, [2.0, 0.0])  # FIRST: reset
+    scalar = AdaptiveScalarNormalizer()
+    update_reward_normalizer(scalar, tf.constant([2.0, 4.0]),
+                             tf.constant([mid, first]))
+    other = AdaptiveScalarNormalizer()
+    other.update(tf.constant([2.0, 4.0]))
+    np.testing.assert_allclose(scalar.variance, other.variance)
