@@ -47,6 +47,7 @@ import ast
 import collections
 import contextlib
 import hashlib
+import io
 import itertools
 import json
 import os
@@ -60,6 +61,8 @@ import threading
 import time
 from typing import (Any, Callable, Dict, Iterator, List, NamedTuple,
                     Optional, Sequence, Tuple)
+
+from alf_rl.utils.checkpoint import atomic_write_text
 
 SEARCH_FILE = 'grid_search.json'
 DONE_FILE = 'grid_search_done.json'
@@ -340,12 +343,9 @@ def check_search_record(parent: str, record: Dict[str, Any], force: bool,
 
 
 def _write_json(path: str, data: Any) -> None:
-    """Writes JSON atomically (a temporary file, then a rename)."""
-    tmp = path + '.tmp'
-    with open(tmp, 'w') as f:
-        json.dump(data, f, indent=2, sort_keys=True)
-        f.write('\n')
-    os.replace(tmp, path)
+    """Writes JSON atomically (``atomic_write_text``)."""
+    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True) +
+                      '\n')
 
 
 def _tail(path: str, offset: int) -> str:
@@ -688,16 +688,16 @@ def write_summary_csv(path: str, rows: List[Dict[str, Any]]) -> None:
     """Writes the rows as CSV: the grid values, then ``_CSV_COLUMNS``."""
     import csv
     grid_names = list(dict.fromkeys(k for r in rows for k in r['grid']))
-    with open(path + '.tmp', 'w', newline='') as f:
-        writer = csv.writer(f)
-        writer.writerow(['rank'] + _CSV_COLUMNS[:1] + grid_names +
-                        _CSV_COLUMNS[1:])
-        for rank, row in enumerate(rows, 1):
-            writer.writerow([rank, row['config']] + [
-                row['grid'].get(n, '') for n in grid_names] + [
-                    '' if row.get(c) is None else row[c]
-                    for c in _CSV_COLUMNS[1:]])
-    os.replace(path + '.tmp', path)
+    text = io.StringIO(newline='')
+    writer = csv.writer(text)
+    writer.writerow(['rank'] + _CSV_COLUMNS[:1] + grid_names +
+                    _CSV_COLUMNS[1:])
+    for rank, row in enumerate(rows, 1):
+        writer.writerow([rank, row['config']] + [
+            row['grid'].get(n, '') for n in grid_names] + [
+                '' if row.get(c) is None else row[c]
+                for c in _CSV_COLUMNS[1:]])
+    atomic_write_text(path, text.getvalue())
 
 
 def _hparam_value(value: Any) -> Any:
@@ -813,8 +813,7 @@ def summarize(parent: str, metric: str = 'AverageReturn', mode: str = 'max',
             report('alf-grid-search: no curve.svg for %s: %s' %
                    (row['config'], e))
     text = summary_markdown(rows, metric)
-    with open(os.path.join(parent, 'summary.md'), 'w') as f:
-        f.write(text)
+    atomic_write_text(os.path.join(parent, 'summary.md'), text)
     write_summary_csv(os.path.join(parent, 'summary.csv'), rows)
     report(text.rstrip('\n'))
     report('alf-grid-search: wrote %s, %s' % (

@@ -25,6 +25,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from absl import app, flags
 
 from alf_rl.bin.quiet import import_tensorflow, run_app
+from alf_rl.utils.checkpoint import atomic_write_text
 
 FLAGS = flags.FLAGS
 
@@ -80,10 +81,7 @@ def plot_runs(root_dirs: List[str], out: str, metric: str = 'AverageReturn',
     svg = svg_line_chart(series, title=title or metric,
                          x_label='env steps' if x == 'env_steps' else
                          'iterations', y_label=metric, bands=bands)
-    tmp = out + '.tmp'
-    with open(tmp, 'w') as f:
-        f.write(svg)
-    os.replace(tmp, out)
+    atomic_write_text(out, svg)
     return {label: len(points) for label, points in series}
 
 

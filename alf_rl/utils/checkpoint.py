@@ -409,7 +409,7 @@ class Checkpointer(object):
                 os.rename(final, replaced)
             os.rename(tmp, final)
             tmp = None
-            _atomic_write(os.path.join(self._dir, 'latest'), name)
+            atomic_write_text(os.path.join(self._dir, 'latest'), name)
         except (OSError, tf.errors.OpError) as e:
             if replaced is not None and not os.path.exists(final):
                 os.rename(replaced, final)  # put the old one back
@@ -641,9 +641,18 @@ def _say(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def _atomic_write(path: str, text: str) -> None:
-    directory = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(prefix='.tmp-latest-', dir=directory)
+def atomic_write_text(path: str, text: str) -> None:
+    """Writes ``text`` to ``path`` so that a reader (or a crash) sees the
+    old file or the new one, never a part: a synced temporary file beside
+    it (``.tmp-<name>-*``, removed on failure), then a rename.
+
+    Args:
+        path: the file to write.
+        text: its whole new content.
+    """
+    directory = os.path.dirname(path) or '.'
+    fd, tmp = tempfile.mkstemp(prefix='.tmp-%s-' % os.path.basename(path),
+                               dir=directory)
     try:
         with os.fdopen(fd, 'w') as f:
             f.write(text)

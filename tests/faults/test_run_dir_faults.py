@@ -36,6 +36,7 @@ from alf_rl.trainers.errors import EnvironmentStepError, NonFiniteLossError
 from alf_rl.trainers.trainer import _Run
 from alf_rl.utils.config_types import check_arg_types
 from alf_rl.utils.checkpoint import (Checkpointer, CheckpointError,
+                                     atomic_write_text,
                                      CheckpointSaveError,
                                      NoUsableCheckpointError, RunDirError,
                                      RunDirLock, RunDirLockedError,
@@ -688,3 +689,20 @@ def test_eta_uses_this_processs_steady_rate_only():
     # 10 % in 10 s after the first call: 39 % left takes 39 s.
     assert run.eta_secs(140.0, 0.61) == pytest.approx(39.0)
     assert run.eta_secs(150.0, 1.0) is None
+
+
+def test_atomic_write_text_leaves_the_old_file_on_failure(tmp_path,
+                                                          monkeypatch):
+    path = str(tmp_path / 'summary.md')
+    atomic_write_text(path, 'old\n')
+    atomic_write_text(path, 'new\n')
+    assert open(path).read() == 'new\n'
+
+    def _fail(src, dst):
+        raise OSError(28, 'No space left on device')
+
+    monkeypatch.setattr(os, 'replace', _fail)
+    with pytest.raises(OSError, match='No space left'):
+        atomic_write_text(path, 'lost\n')
+    assert open(path).read() == 'new\n'
+    assert sorted(os.listdir(str(tmp_path))) == ['summary.md']  # no temp
