@@ -66,6 +66,7 @@ from alf_rl.data_structures import (AlgStep, Experience, LossInfo,
                                     PolicyStep, TimeStep, TrainingInfo,
                                     namedtuple)
 from alf_rl.networks.network import Network
+from alf_rl.ops import distributions as dist_ops
 from alf_rl.ops.masks import is_unset
 from alf_rl.specs import zeros_from_spec
 from alf_rl.utils.nest import Nest
@@ -626,7 +627,5 @@ def _action_distribution(rl: RLAlgorithm, info: Any) -> Nest:
 def _merged_apply(network: Network, observation: Nest) -> tf.Tensor:
     """``network`` on [B, T, ...] observations: [B, T, D] outputs."""
     outer = tf.shape(tf.nest.flatten(observation)[0])[:2]
-    flat = tf.nest.map_structure(
-        lambda x: tf.reshape(x, [-1] + x.shape[2:].as_list()), observation)
-    out, _ = network(flat)
+    out, _ = network(dist_ops.merge_outer_dims(observation))
     return tf.reshape(out, tf.concat([outer, out.shape[1:].as_list()], 0))

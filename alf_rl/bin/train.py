@@ -473,8 +473,9 @@ def _main(argv):
               ('terminated (SIGTERM)' if term else 'interrupted',
                result['iterations'], FLAGS.root_dir), file=sys.stderr)
         sys.exit(143 if term else 130)
-    unscored = (('Metrics/AverageReturn', 'Metrics/AverageEpisodeLength')
-                if result.get('Metrics/NumberOfEpisodes', 1) == 0 else ())
+    from alf_rl.trainers.trainer import EPISODE_AVERAGES
+    unscored = (['Metrics/' + name for name in EPISODE_AVERAGES]
+                if result.get('Metrics/NumberOfEpisodes', 1) == 0 else [])
     print('alf-train: done: ' + ', '.join(
         '%s=%.4g' % (k, v) for k, v in sorted(result.items())
         if k not in unscored))

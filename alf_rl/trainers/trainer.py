@@ -670,7 +670,7 @@ class Trainer(object):
         and the progress line."""
         if int(self._metrics['NumberOfEpisodes'].result()) > 0:
             return set()
-        return {'AverageReturn', 'AverageEpisodeLength'}
+        return set(EPISODE_AVERAGES)
 
     def evaluate(self) -> Dict[str, float]:
         """Plays one greedy (``algorithm.predict``) episode in each
@@ -980,6 +980,10 @@ class Trainer(object):
         if self._eval_env is not None:
             self._eval_env.close()
 
+
+#: The per-episode averages among the metrics: no score (0) until an
+#: episode has ended, so left out of reports until then.
+EPISODE_AVERAGES = ('AverageReturn', 'AverageEpisodeLength')
 
 _STOP_REQUESTED = threading.Event()
 
