@@ -24,7 +24,7 @@ install: $(VENV)/bin/python
 	$(VENV)/bin/pip install -q -e .
 
 install-test: $(VENV)/bin/python
-	$(VENV)/bin/pip install -q -e '.[test,dist,export]'
+	$(VENV)/bin/pip install -q -e '.[test,dist,export,atari]'
 
 train: install
 	$(VENV)/bin/alf-train --gin_file examples/ac_cart_pole.gin --root_dir $(ROOT_DIR)

@@ -19,7 +19,8 @@ EXTRAS = {
     # ROMs are bundled with ale-py; gymnasium's AtariPreprocessing (frame
     # resizing) needs opencv.
     'atari': ['ale-py>=0.9', 'opencv-python-headless>=4.8'],
-    'mujoco': ['mujoco>=3.0'],
+    # gymnasium's MuJoCo environments import imageio (their renderer).
+    'mujoco': ['mujoco>=3.0', 'imageio>=2.14'],
     # 'box2d' (2.3.10+) ships wheels; 'box2d-py' needs swig and a compiler.
     'box2d': ['box2d>=2.3.10', 'pygame>=2.5'],
     # Ray actors (AsyncOffPolicyTrainer(actors='ray')); measured with 2.60.

@@ -29,6 +29,15 @@ gin.external_configurable(tf_keras.optimizers.SGD, module='tf_keras.optimizers')
 # in one process). `@LegacyAdam()`; its name avoids clashing with `Adam`.
 gin.external_configurable(tf_keras.optimizers.legacy.Adam, name='LegacyAdam',
                           module='tf_keras.optimizers.legacy')
+# Kernel initializers for the networks' ``kernel_initializer`` (the names
+# in strings, e.g. 'orthogonal', take no arguments). PyTorch's default for
+# nn.Linear, which SB3 uses with ``ortho_init=False``, is
+# ``@VarianceScaling()`` with scale=1/3, mode='fan_in',
+# distribution='uniform'.
+gin.external_configurable(tf_keras.initializers.VarianceScaling,
+                          module='tf_keras.initializers')
+gin.external_configurable(tf_keras.initializers.Orthogonal,
+                          module='tf_keras.initializers')
 gin.external_configurable(_losses.element_wise_squared_loss,
                           module='alf_rl.ops.losses')
 gin.external_configurable(_losses.element_wise_huber_loss,

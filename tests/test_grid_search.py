@@ -358,3 +358,35 @@ def test_optuna_study_runs_trials_and_continues(tmp_path, fake, capsys):
         study_name='alf-grid-search',
         storage='sqlite:///%s/optuna.db' % parent).trials) == 4
     assert 'trial 3: mode=' in capsys.readouterr().out
+
+
+def test_grid_values_that_are_gin_references_bind_as_references():
+    grid = gs.parse_grid([
+        'PPOAlgorithm.reward_normalizer_ctor=["@AdaptiveScalarNormalizer",'
+        ' "@ReturnScaleNormalizer"]',
+        'Net.kernel_initializer=["@VarianceScaling()", "glorot_uniform"]',
+        'PPOLoss.gamma=["%GAMMA", "@ not a reference"]'])
+    configs = gs.expand_grid(grid)
+    assert configs[0].bindings() == [
+        'PPOAlgorithm.reward_normalizer_ctor=@AdaptiveScalarNormalizer',
+        'Net.kernel_initializer=@VarianceScaling()', 'PPOLoss.gamma=%GAMMA']
+    assert configs[-1].bindings() == [
+        'PPOAlgorithm.reward_normalizer_ctor=@ReturnScaleNormalizer',
+        "Net.kernel_initializer='glorot_uniform'",
+        "PPOLoss.gamma='@ not a reference'"]
+    # and gin reads them as the configurables they name
+    import gin
+    import alf_rl.configurables  # noqa: F401
+    from alf_rl.utils.normalizers import ReturnScaleNormalizer
+
+    @gin.configurable('grid_probe')
+    def probe(ctor=None):
+        return ctor
+
+    with gin.unlock_config():
+        gin.parse_config('grid_probe.ctor=%s' % gs.gin_value_text(
+            '@ReturnScaleNormalizer'))
+    try:
+        assert probe() is ReturnScaleNormalizer
+    finally:
+        gin.clear_config()

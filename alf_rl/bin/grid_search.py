@@ -87,7 +87,22 @@ class Config(NamedTuple):
 
     def bindings(self) -> List[str]:
         """The gin bindings (``'PPOLoss.gamma=0.98'``) of the values."""
-        return ['%s=%r' % (name, value) for name, value in self.values.items()]
+        return ['%s=%s' % (name, gin_value_text(value))
+                for name, value in self.values.items()]
+
+
+_GIN_REFERENCE = re.compile(r'[@%][A-Za-z_][\w./]*(\(\))?')
+
+
+def gin_value_text(value: Any) -> str:
+    """A grid value as gin text: a string that is a gin reference or
+    macro (``'@ReturnScaleNormalizer'``, ``'@VarianceScaling()'``,
+    ``'%GAMMA'``) is written as is; anything else as its Python ``repr``
+    (which gin parses back: numbers, quoted strings, booleans, None,
+    tuples, lists)."""
+    if isinstance(value, str) and _GIN_REFERENCE.fullmatch(value):
+        return value
+    return repr(value)
 
 
 class Run(NamedTuple):
@@ -122,7 +137,8 @@ def parse_grid(specs: Sequence[str]) -> Dict[str, List[Any]]:
     Args:
         specs: strings ``'Configurable.param=[v1, v2, ...]'``; the values a
             Python list (or tuple) of literals (numbers, strings, booleans,
-            None, tuples).
+            None, tuples); a string like ``'@Name'``, ``'@Name()'`` or
+            ``'%MACRO'`` stands for that gin reference (``gin_value_text``).
     Returns:
         ``{gin name: [values]}`` in the order given.
     Raises:

@@ -1,9 +1,10 @@
 """Environments: numpy ``PyEnvironment``s and batched ``TFEnvironment``s.
 
-Names are exported lazily: ``suite_gym``, ``gym_wrapper``,
-``py_environment``, ``batched_environment`` and ``parallel_environment`` do
-not import TensorFlow, and importing this package must not either (worker
-processes import ``alf_rl.environments.suite_gym``).
+Names are exported lazily: ``suite_gym``, ``suite_atari``,
+``gym_wrapper``, ``py_environment``, ``batched_environment`` and
+``parallel_environment`` do not import TensorFlow, and importing this
+package must not either (worker processes import
+``alf_rl.environments.suite_gym``).
 """
 
 import importlib
@@ -20,7 +21,7 @@ _EXPORTS = {
     'RNNPolicyUnittestEnv': 'suite_unittest',
     'create_environment': 'utils',
 }
-_SUBMODULES = ('py_environment', 'gym_wrapper', 'suite_gym',
+_SUBMODULES = ('py_environment', 'gym_wrapper', 'suite_gym', 'suite_atari',
                'batched_environment', 'parallel_environment',
                'tf_environment', 'suite_unittest', 'suite_tf', 'utils')
 

@@ -191,6 +191,16 @@ class BatchedPyEnvironment(PyEnvironment):
         results = [f(a) for f, a in zip(self._flat_steps, actions)]
         return self._stacker.stack(results, action)
 
+    @property
+    def reports_game_scores(self) -> bool:
+        """Whether any of the environments reports game scores."""
+        return any(e.reports_game_scores for e in self._envs)
+
+    def pop_game_scores(self) -> List[float]:
+        """The finished games' scores of all environments, environment 0's
+        first."""
+        return [s for e in self._envs for s in e.pop_game_scores()]
+
     def render(self) -> Optional[np.ndarray]:
         """Environment 0's frame ([H, W, 3] uint8) or ``None``."""
         return self._envs[0].render()

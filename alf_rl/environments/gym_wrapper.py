@@ -11,7 +11,7 @@ and should stay light. ``alf_rl.specs`` (which imports TensorFlow) is only
 imported inside the spec methods.
 """
 
-from typing import Any, Optional
+from typing import Any, List, Optional
 
 import numpy as np
 
@@ -261,6 +261,19 @@ class GymWrapper(PyEnvironment):
             return self._reset()
         return self._make_time_step(self._flat_step(action),
                                     self._to_prev_action(action))
+
+    @property
+    def reports_game_scores(self) -> bool:
+        """Whether a wrapper of the gymnasium environment has
+        ``pop_game_scores`` (``suite_atari.GameScore``)."""
+        return self._env.has_wrapper_attr('pop_game_scores')
+
+    def pop_game_scores(self) -> List[float]:
+        """The scores of the games that ended since the last call (from
+        the wrapper with ``pop_game_scores``; ``[]`` without one)."""
+        if not self.reports_game_scores:
+            return []
+        return list(self._env.get_wrapper_attr('pop_game_scores')())
 
     def render(self) -> Optional[np.ndarray]:
         """The frame of ``gym_env.render()`` or ``None`` without render_mode.

@@ -135,3 +135,23 @@ def gym_load_fn(gym_env_wrappers=(), **load_kwargs):
     return functools.partial(suite_gym.load,
                              gym_env_wrappers=tuple(gym_env_wrappers),
                              **load_kwargs)
+
+
+@gin.configurable
+def atari_load_fn(**load_kwargs):
+    """A picklable ``env_load_fn`` of ``create_environment`` for Atari.
+
+    ``create_environment.env_load_fn = @atari_load_fn()``; settings of
+    ``suite_atari.load`` as its bindings (e.g. ``atari_load_fn.frame_stack
+    = 4``), baked into the ``functools.partial`` so that subprocess
+    workers, which see no gin bindings, get them too.
+
+    Args:
+        **load_kwargs: default keyword arguments of ``suite_atari.load``
+            (those ``create_environment`` passes win).
+
+    Returns:
+        ``functools.partial(suite_atari.load, **load_kwargs)``.
+    """
+    from alf_rl.environments import suite_atari
+    return functools.partial(suite_atari.load, **load_kwargs)

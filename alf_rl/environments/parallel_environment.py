@@ -132,6 +132,14 @@ def _worker_main(fd, index):
         conn.close()
 
 
+def _reports_game_scores(env):
+    return env.reports_game_scores
+
+
+def _pop_game_scores(env):
+    return env.pop_game_scores()
+
+
 def _describe_exception(e):
     return "%s: %s\n\nworker traceback:\n%s" % (type(e).__name__, e,
                                                 traceback.format_exc())
@@ -333,6 +341,7 @@ class ParallelPyEnvironment(PyEnvironment):
         self._step_timeout = _check_timeouts(start_timeout, step_timeout)
         self._closed = True
         self._broken = None
+        self._reports_game_scores = None
         self._workers = []
         # Read the specs in the parent: workers never build specs (that
         # would import TensorFlow there).
@@ -491,6 +500,24 @@ class ParallelPyEnvironment(PyEnvironment):
             ``fn``'s (picklable) result.
         """
         return self._call_one(index, _CALL, _dumps((fn, args)))
+
+    @property
+    def reports_game_scores(self) -> bool:
+        """Whether the workers' environments report game scores (asked of
+        worker 0 once)."""
+        if self._reports_game_scores is None:
+            self._reports_game_scores = bool(
+                self.call(0, _reports_game_scores))
+        return self._reports_game_scores
+
+    def pop_game_scores(self) -> List[float]:
+        """The finished games' scores of every worker's environment
+        (environment 0's first): one call per worker, none when they do
+        not report games."""
+        if not self.reports_game_scores:
+            return []
+        return [s for i in range(self.batch_size)
+                for s in self.call(i, _pop_game_scores)]
 
     def close(self) -> None:
         """Stops every worker (joins them; kills those that do not stop)."""

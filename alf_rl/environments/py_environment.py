@@ -203,6 +203,23 @@ class PyEnvironment(abc.ABC):
             seed: int or ``None``.
         """
 
+    @property
+    def reports_game_scores(self) -> bool:
+        """Whether ``pop_game_scores`` reports games (e.g. Atari games
+        loaded by ``suite_atari``, whose training episodes are lives)."""
+        return False
+
+    def pop_game_scores(self) -> List[float]:
+        """The scores of the games that ended since the last call, in no
+        particular order across environments; ``[]`` for an environment
+        that does not report games (``reports_game_scores``).
+
+        A game is what a person would score: for Atari, all lives of one
+        game with unclipped rewards, where a training episode is one life
+        with clipped rewards.
+        """
+        return []
+
     def close(self) -> None:
         """Frees resources (processes, windows). Safe to call twice."""
 

@@ -24,7 +24,7 @@ their loops are then no longer XLA-compiled (``in_graph`` is False).
 
 import json
 import threading
-from typing import Any, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -237,6 +237,18 @@ class TFEnvironment(object):
             same object on every call, or ``None`` (this default).
         """
         return None
+
+    @property
+    def reports_game_scores(self) -> bool:
+        """Whether ``pop_game_scores`` reports games (see
+        ``PyEnvironment.pop_game_scores``); False here."""
+        return False
+
+    def pop_game_scores(self) -> List[float]:
+        """Scores of the games that ended since the last call (Python,
+        outside the graph; ``[]`` here). A trainer calls it after each
+        compiled call and reports them as ``Metrics/GameScore``."""
+        return []
 
     def close(self) -> None:
         """Frees the environment's resources."""
@@ -652,6 +664,16 @@ class TFPyEnvironment(TFEnvironment):
         if self._state is None:
             self._state = _PyEnvironmentState(self._env, self._lock)
         return self._state
+
+    @property
+    def reports_game_scores(self) -> bool:
+        """Whether the wrapped ``PyEnvironment`` reports game scores."""
+        return self._env.reports_game_scores
+
+    def pop_game_scores(self) -> List[float]:
+        """The wrapped ``PyEnvironment``'s finished games' scores."""
+        with self._lock:
+            return self._env.pop_game_scores()
 
     def close(self) -> None:
         """Closes the wrapped ``PyEnvironment``."""

@@ -1,12 +1,13 @@
 """``create_environment``: the gin entry point that builds training envs."""
 
 import functools
+import inspect
 from typing import Any, Callable, Optional
 
 import gin
 import numpy as np
 
-from alf_rl.environments import suite_gym
+from alf_rl.environments import suite_atari, suite_gym
 from alf_rl.environments.batched_environment import BatchedPyEnvironment
 from alf_rl.environments.parallel_environment import (DEFAULT_STEP_TIMEOUT,
                                                       ParallelPyEnvironment)
@@ -62,6 +63,15 @@ def _check_arguments(env_name, num_parallel_environments, seed,
                         isinstance(env_name, str))
 
 
+def _takes_argument(fn: Callable[..., Any], name: str) -> bool:
+    """Whether ``fn`` (a function or ``functools.partial``) has a
+    parameter ``name``."""
+    try:
+        return name in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def _create_tf_environment(env_name, num_parallel_environments, seed,
                            use_subprocess, env_load_fn, max_episode_steps,
                            check_finite):
@@ -93,7 +103,8 @@ def create_environment(env_name: str = 'CartPole-v1',
                        render_mode: Optional[str] = None,
                        backend: str = 'gym',
                        step_timeout: Optional[float] = DEFAULT_STEP_TIMEOUT,
-                       check_finite: bool = False) -> TFEnvironment:
+                       check_finite: bool = False,
+                       evaluation: bool = False) -> TFEnvironment:
     """Builds a batched environment of ``num_parallel_environments``.
 
     ``backend='gym'`` (default) steps gymnasium environments in Python and
@@ -133,6 +144,12 @@ def create_environment(env_name: str = 'CartPole-v1',
             naming the field and the environment index. Off by default:
             it costs a few microseconds per step with the 'gym' backend
             and turns off XLA compilation with the 'tf' backend.
+        evaluation: the environment is for greedy evaluation (the trainer
+            asks for its evaluation environment so): passed on as
+            ``env_load_fn(..., evaluation=True)`` when ``env_load_fn``
+            takes an ``evaluation`` argument (``suite_atari.load``: whole
+            games with unclipped rewards); other loaders build the same
+            environment as for training.
 
     Returns:
         A ``TFEnvironment`` with batch size ``num_parallel_environments``:
@@ -161,6 +178,8 @@ def create_environment(env_name: str = 'CartPole-v1',
     if (env_load_fn is suite_gym.load
             or getattr(env_load_fn, 'func', None) is suite_gym.load):
         suite_gym.check_env_id(env_name)
+    if getattr(env_load_fn, 'func', env_load_fn) is suite_atari.load:
+        suite_atari.check_env_id(env_name)
     if seed is None:
         seed = int(np.random.randint(0, 2**31 - 1 - num_parallel_environments))
     kwargs = {}
@@ -168,6 +187,8 @@ def create_environment(env_name: str = 'CartPole-v1',
         kwargs['max_episode_steps'] = max_episode_steps
     if render_mode is not None:
         kwargs['render_mode'] = render_mode
+    if evaluation and _takes_argument(env_load_fn, 'evaluation'):
+        kwargs['evaluation'] = True
     constructors = [
         functools.partial(env_load_fn, env_name, seed=seed + i, env_id=i,
                           **kwargs)

@@ -292,6 +292,70 @@ class AverageEpisodeLength(_EpisodeAverageMetric):
         return tf.ones(tf.shape(time_step.step_type), self._dtype)
 
 
+class GameScore(tf.Module):
+    """Average score of the last ``buffer_size`` finished games, fed from
+    Python (``add``) with what ``TFEnvironment.pop_game_scores()`` returns.
+
+    Not a ``StepMetric``: a game (e.g. all lives of an Atari game, with
+    unclipped rewards) is not what a training episode is, so it cannot be
+    counted from ``TimeStep``s. Its variables make it checkpointable like
+    the other metrics.
+
+    Args:
+        buffer_size: how many finished games the average covers.
+        name: metric name (the tag is ``'Metrics/' + name``).
+    """
+
+    def __init__(self, buffer_size: int = 10, name: str = 'GameScore'):
+        if not isinstance(buffer_size, int) or buffer_size < 1:
+            raise ValueError("%s: buffer_size must be a positive int, got %r"
+                             % (name, buffer_size))
+        super().__init__(name=name)
+        self._buffer_size = buffer_size
+        with self.name_scope:
+            # [buffer_size] scores of the last games; slot = game % size.
+            self._buffer = tf.Variable(tf.zeros([buffer_size], tf.float64),
+                                       trainable=False, name='buffer')
+            self._num_games = tf.Variable(tf.constant(0, tf.int64),
+                                          trainable=False, name='num_games')
+
+    @property
+    def tag(self) -> str:
+        """The TensorBoard tag, ``'Metrics/<name>'``."""
+        return 'Metrics/' + self.name
+
+    def add(self, scores: List[float]) -> None:
+        """Folds in the scores of finished games (eagerly).
+
+        Args:
+            scores: the games' scores, oldest first (any length).
+        """
+        if not len(scores):
+            return
+        buffer = self._buffer.numpy()
+        # Games older than the last buffer_size of them are only counted.
+        count = int(self._num_games.numpy()) + max(
+            0, len(scores) - self._buffer_size)
+        for score in list(scores)[-self._buffer_size:]:
+            buffer[count % self._buffer_size] = float(score)
+            count += 1
+        self._buffer.assign(buffer)
+        self._num_games.assign(count)
+
+    @property
+    def num_games(self) -> int:
+        """Games folded in since construction."""
+        return int(self._num_games.numpy())
+
+    def result(self) -> tf.Tensor:
+        """[] float64 mean of the last ``buffer_size`` games' scores; 0
+        before any game ended."""
+        filled = int(min(self.num_games, self._buffer_size))
+        if not filled:
+            return tf.constant(0.0, tf.float64)
+        return tf.reduce_mean(self._buffer[:filled])
+
+
 def default_metrics(batch_size: int,
                     buffer_size: int = 10) -> List[StepMetric]:
     """The four standard metrics, in TensorBoard-tag order.

@@ -48,6 +48,7 @@ from alf_rl.distributed.strategy import (STRATEGY_NAMES, create_strategy,
 from alf_rl.drivers.evaluation_driver import EvaluationDriver
 from alf_rl.environments.tf_environment import TFEnvironment
 from alf_rl.environments.utils import create_environment
+from alf_rl.metrics.metrics import GameScore
 from alf_rl.specs import add_outer_dims
 from alf_rl.trainers.errors import (EnvironmentStepError, NonFiniteLossError,
                                     TrainingError, training_error_from)
@@ -463,6 +464,10 @@ class Trainer(object):
                                       name='iteration')
         self._driver = self._create_driver()
         self._metrics = {m.name: m for m in self._driver.metrics}
+        # Games (e.g. Atari's, over all lives, unclipped): from Python, after
+        # each compiled call.
+        self._game_score = (GameScore() if self._env.reports_game_scores
+                            else None)
         self._checkpointer = Checkpointer(
             os.path.join(self._root_dir, 'ckpt'),
             max_to_keep=config.checkpoint_max_to_keep,
@@ -479,7 +484,7 @@ class Trainer(object):
         if eval_env is None:
             return create_environment(
                 num_parallel_environments=c.num_eval_episodes, seed=seed,
-                use_subprocess=False)
+                use_subprocess=False, evaluation=True)
         env = _build_env(eval_env, seed, 'eval_env')
         if env.batch_size != c.num_eval_episodes:
             env.close()
@@ -573,6 +578,8 @@ class Trainer(object):
         - ``eval_rng``: the evaluation's own generator (a placeholder
           without evaluation, so that the checkpoint's layout does not
           depend on ``evaluate``).
+        - ``game_score``: the ``GameScore`` metric, when the training
+          environment reports games.
         - ``env_state`` and ``driver_state``, when the training environment
           can save its state (``env.checkpoint_state()``: ``suite_tf``,
           ``suite_unittest``): the environment's state and the driver's
@@ -586,6 +593,8 @@ class Trainer(object):
             'eval_rng': (self._evaluator.generator if self._evaluator
                          is not None else tf.random.Generator.from_seed(0)),
         }
+        if self._game_score is not None:
+            objects['game_score'] = self._game_score
         env_state = self._env.checkpoint_state()
         if env_state is not None:
             driver = self._driver
@@ -659,10 +668,19 @@ class Trainer(object):
             raise RunDirError(describe_os_error(path, e)) from None
 
     def _metric_scalars(self):
-        return {
+        scalars = {
             'Metrics/' + name: float(m.result())
             for name, m in self._metrics.items()
         }
+        if self._game_score is not None and self._game_score.num_games:
+            scalars[self._game_score.tag] = float(self._game_score.result())
+        return scalars
+
+    def _collect_game_scores(self):
+        """Folds the games the training environment finished since the
+        last call into ``Metrics/GameScore``."""
+        if self._game_score is not None:
+            self._game_score.add(self._env.pop_game_scores())
 
     def _unscored_metrics(self):
         """Names of the per-episode averages while no episode has ended
@@ -893,6 +911,7 @@ class Trainer(object):
                      if isinstance(error, EnvironmentStepError) else e)
             raise error from cause
         self._iteration.assign_add(done)
+        self._collect_game_scores()
         now = time.time()
         run.record_call(now, call_start, done, self._fraction_done())
         return loss_info, now
@@ -929,10 +948,11 @@ class Trainer(object):
         run.last_summary_time, run.last_summary_steps = now, env_steps
         with writer.as_default():
             summary_utils.write_scalars(scalars, iteration)
-            for name, m in self._metrics.items():
-                if name not in unscored:
+            for tag, value in scalars.items():
+                name = tag[len('Metrics/'):]
+                if tag.startswith('Metrics/') and name not in unscored:
                     tf.summary.scalar('Metrics_vs_EnvironmentSteps/' + name,
-                                      float(m.result()), step=env_steps)
+                                      value, step=env_steps)
 
     def _evaluate_and_write(self, iteration, writer):
         """Runs ``evaluate()`` and writes it under ``eval/`` at
@@ -968,6 +988,8 @@ class Trainer(object):
         score = ('no episode ended yet' if self._unscored_metrics() else
                  'AverageReturn %.2f' %
                  float(self._metrics['AverageReturn'].result()))
+        if self._game_score is not None and self._game_score.num_games:
+            score += ' | game score %.1f' % float(self._game_score.result())
         line = ("iter %d | env steps %d | %.0f steps/s | %s%s%s" %
                 (int(self._iteration.numpy()), steps, rate, score,
                  (' | eval %.2f' % last_eval['Metrics/AverageReturn'])

@@ -228,3 +228,25 @@ def test_rows_of_some_environments_update_only_theirs():
         np.testing.assert_allclose(_results(ms), _results(full), rtol=1e-6)
     with pytest.raises(ValueError, match=r'expected \[2\] \(env_ids\)'):
         ms[2](_time_step(0), env_ids=tf.constant([0, 1], tf.int32))
+
+
+def test_game_score_averages_the_last_games_and_checkpoints(tmp_path):
+    from alf_rl.metrics import GameScore
+    m = GameScore(buffer_size=3)
+    assert m.tag == 'Metrics/GameScore' and m.num_games == 0
+    assert float(m.result()) == 0.0
+    m.add([])
+    m.add([1.0, 2.0])
+    assert m.num_games == 2 and float(m.result()) == 1.5
+    m.add([3.0, 4.0])
+    assert m.num_games == 4 and float(m.result()) == 3.0  # 2, 3, 4
+    m.add([5.0, 6.0, 7.0, 8.0, 9.0])  # more than the buffer at once
+    assert m.num_games == 9 and float(m.result()) == 8.0  # 7, 8, 9
+    m.add([10.0])
+    assert float(m.result()) == 9.0  # 8, 9, 10
+    path = tf.train.Checkpoint(m=m).save(str(tmp_path / 'c'))
+    restored = GameScore(buffer_size=3)
+    tf.train.Checkpoint(m=restored).restore(path).assert_consumed()
+    assert restored.num_games == 10 and float(restored.result()) == 9.0
+    with pytest.raises(ValueError, match='buffer_size'):
+        GameScore(buffer_size=0)

@@ -327,3 +327,64 @@ def test_no_score_is_shown_before_an_episode_ends(tmp_path, capsys):
     scored = [s for s, _ in events['Metrics/AverageReturn']]
     assert scored == [s for s in sorted(episodes) if episodes[s] > 0]
     assert 1 not in scored and len(episodes) == 12
+
+
+class _GameEnv(ValueUnittestEnv):
+    """Reports one 'game' per finished episode, scored 10 x its number."""
+
+    def __init__(self):
+        super().__init__(batch_size=2, episode_length=6)
+        self._games = 0
+        self._pending = []
+
+    @property
+    def reports_game_scores(self):
+        return True
+
+    def _step(self, action):
+        ts = super()._step(action)
+        for _ in range(int(np.sum(ts.step_type == 2))):
+            self._games += 1
+            self._pending.append(10.0 * self._games)
+        return ts
+
+    def pop_game_scores(self):
+        scores, self._pending = self._pending, []
+        return scores
+
+
+def test_game_scores_are_summarized_shown_and_checkpointed(tmp_path, capsys):
+    from alf_rl.utils.curves import read_scalar_events
+
+    def run(iterations):
+        config = TrainerConfig(root_dir=str(tmp_path),
+                               algorithm_ctor=_small_actor_critic,
+                               num_iterations=iterations, unroll_length=4,
+                               iterations_per_call=1, summary_interval=1,
+                               checkpoint_interval=2, evaluate=False,
+                               progress_interval_secs=0)
+        trainer = OnPolicyTrainer(config,
+                                  env=TFPyEnvironment(_GameEnv()))
+        try:
+            return trainer.train(), trainer
+        finally:
+            trainer.close()
+
+    result, trainer = run(4)
+    # 4 iterations x 4 steps of 2 envs; the first games end in iteration 2.
+    games = trainer._game_score.num_games
+    assert games == int(result['Metrics/NumberOfEpisodes']) > 0
+    expected = np.mean(10.0 * np.arange(1, games + 1)[-10:])
+    assert result['Metrics/GameScore'] == pytest.approx(expected)
+    assert 'game score %.1f' % expected in capsys.readouterr().out
+    rows = read_scalar_events(os.path.join(str(tmp_path), 'train'),
+                              'Metrics_vs_EnvironmentSteps/GameScore')
+    assert rows and rows[-1][2] == pytest.approx(expected)
+    # no summary before the first game ended
+    first = read_scalar_events(os.path.join(str(tmp_path), 'train'),
+                               'Metrics/GameScore')
+    assert first[0][1] == 2
+    # resumed: the games before the checkpoint are still counted
+    result, trainer = run(6)
+    assert trainer._game_score.num_games == int(
+        result['Metrics/NumberOfEpisodes']) > games

@@ -1,0 +1,645 @@
+r"""The README's benchmark table, generated from the runs' own event files.
+
+Two steps, so that no figure in the table is typed by hand:
+
+1. ``collect`` reads the TensorBoard event files of the runs of one
+   benchmark (one ``alf-train`` root dir per seed; they stay outside the
+   repository) and writes ``docs/benchmarks/records/NAME.json``::
+
+       python benchmarks/benchmark_table.py collect --name ppo_hopper \
+           --task Hopper-v5 --algorithm PPO --gin examples/ppo_hopper.gin \
+           --metric AverageReturn --source eval \
+           --reference '2410 (rl-zoo, PPO, Hopper-v3)' \
+           ~/runs/hopper/seed0 ~/runs/hopper/seed1 ~/runs/hopper/seed2
+
+   The metric is ``Metrics_vs_EnvironmentSteps/<metric>`` (step = env
+   steps) of ``RUN/eval`` (``--source eval``, the default: greedy
+   evaluation episodes) or ``RUN/train`` (``--source train``: the training
+   episodes of the stochastic policy), e.g. ``AverageReturn`` or, for
+   Atari, ``GameScore``. Per run the record holds its seed (the line
+   ``TrainerConfig.random_seed = N`` of ``RUN/config.gin``; null when
+   absent), the final value (the last point), the best value, the env
+   steps at the last point, the wall seconds and the curve, thinned to at
+   most 200 ``[env_steps, value]`` points (for plots without the events).
+   The wall seconds are the training loop's: the last
+   ``time/elapsed_secs`` of ``RUN/train``, summed over the processes of a
+   resumed run (each restarts that clock); without that scalar, the time
+   from the first to the last write of the metric (``wall_from`` says
+   which). Collecting again under the same name replaces the record.
+
+2. ``table`` renders every record as one markdown table, sorted by task,
+   then algorithm, then name::
+
+       python benchmarks/benchmark_table.py table            # prints it
+       python benchmarks/benchmark_table.py table --write README.md
+       python benchmarks/benchmark_table.py table --check README.md
+
+   Columns: task, algorithm, config (a link to the gin file, relative to
+   the written file), budget (env steps at the last point, 2 significant
+   digits; a range when the seeds differ), seeds, metric (and its source),
+   score (the mean over seeds of the final value with its 95% percentile-
+   bootstrap interval, ``alf_rl.utils.stats.bootstrap_ci``, and the value
+   of each seed, when there are >= 2 seeds), wall time (mean per run) and
+   reference (as given to ``collect``). ``--write FILE`` replaces the
+   text between the lines ``<!-- benchmark-table:start -->`` and
+   ``<!-- benchmark-table:end -->`` of FILE (atomically); ``--check FILE``
+   exits 1 when FILE's table differs from what the records give.
+
+``--records DIR`` (both steps) reads and writes records elsewhere than
+``docs/benchmarks/records`` of this repository. A mistake (a run dir
+without event files, a missing metric, a bad flag, no records, missing
+markers) prints one line naming the value and exits 2.
+"""
+
+import argparse
+import glob
+import json
+import math
+import os
+import re
+import sys
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
+
+from alf_rl.utils.checkpoint import atomic_write_text  # noqa: E402
+from alf_rl.utils.curves import read_curve, read_scalar_events  # noqa: E402
+from alf_rl.utils.stats import bootstrap_ci  # noqa: E402
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_RECORDS = os.path.join(REPO_ROOT, 'docs', 'benchmarks', 'records')
+START_MARKER = '<!-- benchmark-table:start -->'
+END_MARKER = '<!-- benchmark-table:end -->'
+MAX_CURVE_POINTS = 200
+RECORD_FORMAT = 1
+SOURCES = {
+    'eval': 'greedy evaluation episodes (RUN/eval)',
+    'train': 'training episodes of the stochastic policy (RUN/train)',
+}
+_TAG_PREFIX = 'Metrics_vs_EnvironmentSteps/'
+_ELAPSED_TAG = 'time/elapsed_secs'
+_SEED_LINE = re.compile(r'^\s*TrainerConfig\.random_seed\s*=\s*(-?\d+)\s*$',
+                        re.MULTILINE)
+_NAME = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]*$')
+# A new process of a resumed run: its clock's start (wall time minus
+# elapsed seconds) moved by more than this.
+_RESTART_SHIFT_SECS = 5.0
+_PROG = 'benchmark_table'
+
+
+class UsageError(ValueError):
+    """A mistake of the user: printed as one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are ``UsageError`` (one line)."""
+
+    def error(self, message: str) -> None:
+        """Raises ``UsageError(message)`` instead of printing the usage."""
+        raise UsageError(message)
+
+
+# ---------------------------------------------------------------------------
+# collect: event files -> record
+# ---------------------------------------------------------------------------
+
+
+def read_seed(run_dir: str) -> Optional[int]:
+    """The seed of a run: ``TrainerConfig.random_seed = N`` in
+    ``run_dir/config.gin`` (the operative config ``alf-train`` writes).
+
+    Args:
+        run_dir: an ``alf-train`` root dir.
+    Returns:
+        N (int), or None when there is no such file or line (e.g. the
+        seed was None: random).
+    """
+    try:
+        with open(os.path.join(run_dir, 'config.gin')) as f:
+            match = _SEED_LINE.search(f.read())
+    except OSError:
+        return None
+    return int(match.group(1)) if match else None
+
+
+def _scalar_names(event_dir: str, prefix: str) -> List[str]:
+    """The scalar tags starting with ``prefix`` in a directory's event
+    files, sorted (for the message about a missing metric)."""
+    import tensorflow as tf
+    names = set()
+    for path in glob.glob(os.path.join(event_dir, 'events.*')):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            names.update(v.tag for v in event.summary.value
+                         if v.tag.startswith(prefix))
+    return sorted(names)
+
+
+def read_metric_curve(run_dir: str, metric: str,
+                      source: str) -> List[Tuple[int, float]]:
+    """The curve of ``Metrics_vs_EnvironmentSteps/<metric>`` of a run.
+
+    Args:
+        run_dir: an ``alf-train`` root dir.
+        metric: e.g. ``'AverageReturn'`` or ``'GameScore'``.
+        source: ``'eval'`` or ``'train'``: the sub-directory read.
+    Returns:
+        ``[(env_steps, value)]`` sorted by env steps (``read_curve``: the
+        last write of a repeated step wins), non-empty, finite values.
+    Raises:
+        UsageError: no such directory, no event files there, no such
+            scalar, or a value that is not finite.
+    """
+    if not os.path.isdir(run_dir):
+        raise UsageError('run dir %s: not a directory' % run_dir)
+    event_dir = os.path.join(run_dir, source)
+    if not glob.glob(os.path.join(event_dir, 'events.*')):
+        raise UsageError(
+            '%s: no TensorBoard event files (--source %s; is %s a root dir '
+            'written by alf-train?)' % (event_dir, source, run_dir))
+    tag = _TAG_PREFIX + metric
+    curve = read_curve(event_dir, tag)
+    if not curve:
+        found = [t[len(_TAG_PREFIX):]
+                 for t in _scalar_names(event_dir, _TAG_PREFIX)]
+        raise UsageError('%s: no scalar %s (--metric %s; metrics there: %s)'
+                         % (event_dir, tag, metric,
+                            ', '.join(found) or 'none'))
+    bad = [(s, v) for s, v in curve if not math.isfinite(v)]
+    if bad:
+        raise UsageError('%s: %s is %r at env step %d (not a finite number)'
+                         % (event_dir, tag, bad[0][1], bad[0][0]))
+    return curve
+
+
+def training_wall_secs(run_dir: str, metric: str,
+                       source: str) -> Tuple[float, str]:
+    """The wall seconds of a run's training loop.
+
+    The last ``time/elapsed_secs`` of ``run_dir/train`` per process (a
+    resumed run's new process restarts that clock: a new process is where
+    the value drops or its start, wall time minus value, moves by more
+    than 5 s), summed. Without that scalar: the wall time from the first
+    to the last write of the metric in ``run_dir/<source>`` (which also
+    counts the pauses of a resumed run).
+
+    Args:
+        run_dir: an ``alf-train`` root dir.
+        metric: the metric name (for the fallback).
+        source: ``'eval'`` or ``'train'`` (for the fallback).
+    Returns:
+        ``(seconds, wall_from)``; ``wall_from`` is ``'time/elapsed_secs'``
+        or ``'event wall-time span'``.
+    """
+    rows = read_scalar_events(os.path.join(run_dir, 'train'), _ELAPSED_TAG)
+    if not rows:
+        walls = [w for w, _, _ in read_scalar_events(
+            os.path.join(run_dir, source), _TAG_PREFIX + metric)]
+        return (max(walls) - min(walls) if walls else 0.0,
+                'event wall-time span')
+    total, last_value, last_start = 0.0, None, None
+    for wall, _, value in rows:
+        start = wall - value
+        if last_value is not None and (
+                value < last_value
+                or abs(start - last_start) > _RESTART_SHIFT_SECS):
+            total += last_value  # the previous process's last value
+        last_value, last_start = value, start
+    return total + last_value, _ELAPSED_TAG
+
+
+def thin_curve(points: Sequence[Tuple[int, float]],
+               max_points: int = MAX_CURVE_POINTS) -> List[List[Any]]:
+    """At most ``max_points`` of a curve, evenly spaced by index, the first
+    and the last included.
+
+    Args:
+        points: [N] ``(env_steps, value)`` sorted by env steps.
+        max_points: the most points kept (>= 2).
+    Returns:
+        ``[[env_steps, value]]`` (int, float), all N when N <= max_points.
+    """
+    n = len(points)
+    if n <= max_points:
+        keep = range(n)
+    else:
+        keep = sorted({round(i * (n - 1) / (max_points - 1))
+                       for i in range(max_points)})
+    return [[int(points[i][0]), float(points[i][1])] for i in keep]
+
+
+def read_run(run_dir: str, metric: str, source: str) -> Dict[str, Any]:
+    """One seed's entry of a record.
+
+    Args:
+        run_dir: an ``alf-train`` root dir.
+        metric: e.g. ``'AverageReturn'``.
+        source: ``'eval'`` or ``'train'``.
+    Returns:
+        Dict with seed, run_dir (``~`` for the home directory), final,
+        best, env_steps (at the last point), wall_secs, wall_from,
+        num_points (of the full curve) and curve (``thin_curve``).
+    Raises:
+        UsageError: see ``read_metric_curve``.
+    """
+    curve = read_metric_curve(run_dir, metric, source)
+    wall_secs, wall_from = training_wall_secs(run_dir, metric, source)
+    path = os.path.abspath(run_dir)
+    home = os.path.expanduser('~')
+    if path.startswith(home + os.sep):
+        path = '~' + path[len(home):]
+    return {'seed': read_seed(run_dir), 'run_dir': path,
+            'final': curve[-1][1], 'best': max(v for _, v in curve),
+            'env_steps': curve[-1][0], 'wall_secs': wall_secs,
+            'wall_from': wall_from, 'num_points': len(curve),
+            'curve': thin_curve(curve)}
+
+
+def _repo_relative(gin: str) -> str:
+    """``gin`` as a path relative to the repository (``/`` separated)."""
+    if not os.path.isfile(gin):
+        raise UsageError('--gin %s: no such file' % gin)
+    relative = os.path.relpath(os.path.realpath(gin),
+                               os.path.realpath(REPO_ROOT))
+    if relative.split(os.sep)[0] == os.pardir:
+        raise UsageError('--gin %s: not a file inside the repository (%s), '
+                         'so the table cannot link it' % (gin, REPO_ROOT))
+    return relative.replace(os.sep, '/')
+
+
+def _check_collect_args(args: argparse.Namespace) -> None:
+    """Raises ``UsageError`` for a bad name, an empty task or algorithm,
+    or a run dir given twice."""
+    if not _NAME.match(args.name):
+        raise UsageError('--name %r: expected a file name of letters, '
+                         'digits, ".", "_" and "-"' % args.name)
+    for flag in ('task', 'algorithm', 'metric'):
+        if not getattr(args, flag).strip():
+            raise UsageError('--%s: expected a non-empty text' % flag)
+    seen = {}
+    for run_dir in args.run_dirs:
+        key = os.path.realpath(run_dir)
+        if key in seen:
+            raise UsageError('run dir %s: given twice (also as %s)' %
+                             (run_dir, seen[key]))
+        seen[key] = run_dir
+
+
+def _check_seeds(run_dirs: Sequence[str]) -> None:
+    """Raises ``UsageError`` when two runs have the same (known) seed:
+    they are not independent samples."""
+    by_seed = {}
+    for run_dir in run_dirs:
+        seed = read_seed(run_dir)
+        if seed is None:
+            continue
+        if seed in by_seed:
+            raise UsageError(
+                'run dirs %s and %s: both have TrainerConfig.random_seed = '
+                '%d (one run dir per seed)' % (by_seed[seed], run_dir, seed))
+        by_seed[seed] = run_dir
+
+
+def collect(args: argparse.Namespace) -> Dict[str, Any]:
+    """Reads the runs of ``args`` (the ``collect`` flags) into a record.
+
+    Args:
+        args: name, task, algorithm, gin, metric, source, reference,
+            run_dirs.
+    Returns:
+        The record (JSON-able dict); its ``seeds`` sorted by seed (runs
+        without a known seed last, in the order given).
+    Raises:
+        UsageError: a bad flag or run dir.
+    """
+    _check_collect_args(args)
+    gin = _repo_relative(args.gin)
+    _check_seeds(args.run_dirs)
+    from alf_rl.bin.quiet import import_tensorflow
+    import_tensorflow(start_runtime=False)
+    seeds = [read_run(d, args.metric, args.source) for d in args.run_dirs]
+    seeds.sort(key=lambda e: (e['seed'] is None, e['seed'] or 0))
+    return {'format': RECORD_FORMAT, 'name': args.name, 'task': args.task,
+            'algorithm': args.algorithm, 'gin': gin, 'metric': args.metric,
+            'tag': _TAG_PREFIX + args.metric, 'source': args.source,
+            'source_description': SOURCES[args.source],
+            'reference': args.reference, 'seeds': seeds}
+
+
+def record_json(record: Dict[str, Any]) -> str:
+    """A record as JSON text: indented, keys sorted, one curve point a
+    line."""
+    text = json.dumps(record, indent=1, sort_keys=True)
+    # json puts each number of a [env_steps, value] pair on its own line.
+    return re.sub(r'\[\s+(-?\d+),\s+([-+.\deE]+)\s+\]', r'[\1, \2]',
+                  text) + '\n'
+
+
+def write_record(records_dir: str, record: Dict[str, Any]) -> str:
+    """Writes ``records_dir/<name>.json`` atomically; returns its path."""
+    os.makedirs(records_dir, exist_ok=True)
+    path = os.path.join(records_dir, record['name'] + '.json')
+    atomic_write_text(path, record_json(record))
+    return path
+
+
+# ---------------------------------------------------------------------------
+# table: records -> markdown
+# ---------------------------------------------------------------------------
+
+_RECORD_KEYS = ('name', 'task', 'algorithm', 'gin', 'metric', 'source',
+                'reference', 'seeds')
+_SEED_KEYS = ('final', 'env_steps', 'wall_secs')
+
+
+def _check_record(path: str, record: Any) -> None:
+    """Raises ``UsageError`` when ``record`` lacks what the table needs."""
+    if not isinstance(record, dict):
+        raise UsageError('%s: not a benchmark record (expected a JSON '
+                         'object)' % path)
+    missing = [k for k in _RECORD_KEYS if k not in record]
+    if not missing and (not isinstance(record['seeds'], list)
+                        or not record['seeds']):
+        missing = ['seeds (a non-empty list)']
+    if not missing:
+        missing = sorted({k for s in record['seeds'] for k in _SEED_KEYS
+                          if not isinstance(s, dict) or k not in s})
+    if missing:
+        raise UsageError('%s: not a benchmark record (missing %s)' %
+                         (path, ', '.join(missing)))
+
+
+def load_records(records_dir: str) -> List[Dict[str, Any]]:
+    """Every ``*.json`` record of a directory, sorted by task, algorithm
+    and name (case-insensitively, then exactly).
+
+    Args:
+        records_dir: the directory ``collect`` wrote to.
+    Returns:
+        The records (non-empty list).
+    Raises:
+        UsageError: no directory, no records, or a file that is not one.
+    """
+    paths = sorted(glob.glob(os.path.join(records_dir, '*.json')))
+    if not paths:
+        raise UsageError('--records %s: no *.json benchmark records (write '
+                         'them with: benchmark_table.py collect ...)' %
+                         records_dir)
+    records = []
+    for path in paths:
+        try:
+            with open(path) as f:
+                record = json.load(f)
+        except (OSError, ValueError) as e:
+            raise UsageError('%s: not readable as JSON (%s)' % (path, e))
+        _check_record(path, record)
+        records.append(record)
+    return sorted(records, key=lambda r: (
+        r['task'].lower(), r['algorithm'].lower(), r['name'].lower(),
+        r['task'], r['algorithm'], r['name']))
+
+
+def format_steps(steps: float) -> str:
+    """Env steps to 2 significant digits: ``1M``, ``1.5M``, ``250k``,
+    ``999``."""
+    if steps <= 0:
+        return '0'
+    rounded = float('%.2g' % steps)
+    if rounded >= 1e6:
+        return '%gM' % (rounded / 1e6)
+    if rounded >= 1e3:
+        return '%gk' % (rounded / 1e3)
+    return '%g' % rounded
+
+
+def format_duration(secs: float) -> str:
+    """Seconds as ``45 s``, ``28 min`` or ``2.5 h``."""
+    if secs < 90:
+        return '%.0f s' % secs
+    if secs < 90 * 60:
+        return '%.0f min' % (secs / 60)
+    return '%.1f h' % (secs / 3600)
+
+
+def format_value(value: float) -> str:
+    """A score: no decimals from 100 on, one from 10, else 3 significant
+    digits (``2410``, ``-150.3``, ``0.79``)."""
+    if abs(value) >= 100:
+        return '%.0f' % value
+    if abs(value) >= 10:
+        return '%.1f' % value
+    return '%.3g' % value
+
+
+def score_cell(finals: Sequence[float]) -> str:
+    """The score column: the mean of the seeds' final values, and with >= 2
+    seeds its 95% bootstrap interval (``bootstrap_ci``: 10,000 resamples,
+    seed 0) and every seed's value.
+
+    Args:
+        finals: [N] final values, ordered by seed.
+    Returns:
+        E.g. ``'1012 [981, 1043]; seeds: 981, 1043'``, or ``'981'``.
+    """
+    mean = sum(finals) / len(finals)
+    if len(finals) < 2:
+        return format_value(mean)
+    low, high = bootstrap_ci(finals)
+    return '%s [%s, %s]; seeds: %s' % (
+        format_value(mean), format_value(low), format_value(high),
+        ', '.join(format_value(v) for v in finals))
+
+
+def _cell(text: str) -> str:
+    """Text safe inside a markdown table cell (one line, ``|`` escaped)."""
+    return ' '.join(str(text).split()).replace('|', '\\|')
+
+
+def table_row(record: Dict[str, Any], link_dir: str) -> str:
+    """One record as a markdown table row.
+
+    Args:
+        record: a record (``load_records``).
+        link_dir: the directory the table's file is in (the config link is
+            relative to it).
+    Returns:
+        The row, ``| ... |``.
+    """
+    seeds = record['seeds']
+    fewest, most = (format_steps(f(s['env_steps'] for s in seeds))
+                    for f in (min, max))
+    link = os.path.relpath(os.path.join(REPO_ROOT, record['gin']),
+                           link_dir).replace(os.sep, '/')
+    cells = [record['task'], record['algorithm'], '[%s](%s)' % (
+        os.path.basename(record['gin']), link),
+             fewest if fewest == most else fewest + '-' + most,
+             str(len(seeds)),
+             '%s (%s)' % (record['metric'], record['source']),
+             score_cell([s['final'] for s in seeds]),
+             format_duration(sum(s['wall_secs'] for s in seeds) /
+                             len(seeds)), record['reference']]
+    return '| ' + ' | '.join(_cell(c) for c in cells) + ' |'
+
+
+def render_table(records: Sequence[Dict[str, Any]], link_dir: str) -> str:
+    """The benchmark table of the records (in the order given) as markdown.
+
+    Args:
+        records: records (``load_records``).
+        link_dir: the directory the table will be in (for the links).
+    Returns:
+        The text: a comment saying how it was made, the header and a row
+        per record, ending in a newline.
+    """
+    lines = [
+        '<!-- generated from the benchmark records by: python '
+        'benchmarks/benchmark_table.py table --write FILE; do not edit -->',
+        '| task | algorithm | config | budget (env steps) | seeds | metric '
+        '(source) | score: mean [95% CI]; per seed | wall time per run | '
+        'reference |',
+        '| --- | --- | --- | --- | --- | --- | --- | --- | --- |']
+    lines += [table_row(r, link_dir) for r in records]
+    return '\n'.join(lines) + '\n'
+
+
+def _block_span(text: str, path: str) -> Tuple[int, int]:
+    """Where the table goes in ``text``: the span between the end of the
+    start marker's line and the start of the end marker's line."""
+    starts = [m.start() for m in re.finditer(re.escape(START_MARKER), text)]
+    ends = [m.start() for m in re.finditer(re.escape(END_MARKER), text)]
+    if len(starts) != 1 or len(ends) != 1 or ends[0] < starts[0]:
+        raise UsageError(
+            '%s: expected one line %s followed by one line %s (found %d '
+            'and %d)' % (path, START_MARKER, END_MARKER, len(starts),
+                         len(ends)))
+    begin = text.find('\n', starts[0])
+    if begin < 0 or begin > ends[0]:
+        raise UsageError('%s: %s and %s must be on lines of their own' %
+                         (path, START_MARKER, END_MARKER))
+    return begin + 1, text.rfind('\n', 0, ends[0]) + 1
+
+
+def replace_table(text: str, table: str, path: str) -> str:
+    """``text`` with the lines between the markers replaced by ``table``.
+
+    Args:
+        text: the file's text.
+        table: the new table (``render_table``).
+        path: the file's name, for the error message.
+    Raises:
+        UsageError: the markers are missing, repeated or out of order.
+    """
+    begin, end = _block_span(text, path)
+    return text[:begin] + table + text[end:]
+
+
+def current_table(text: str, path: str) -> str:
+    """The text between the markers of a file (``replace_table``'s
+    counterpart)."""
+    begin, end = _block_span(text, path)
+    return text[begin:end]
+
+
+def _read_text(path: str) -> str:
+    """A file's text; ``UsageError`` when it cannot be read."""
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError as e:
+        raise UsageError('%s: cannot be read (%s)' % (path, e.strerror))
+
+
+def run_table(args: argparse.Namespace) -> int:
+    """The ``table`` command: prints, writes (``--write``) or checks
+    (``--check``) the table; returns the exit code (1: check failed)."""
+    records = load_records(args.records)
+    target = args.write or args.check
+    link_dir = (os.path.dirname(os.path.abspath(target)) if target else
+                REPO_ROOT)
+    table = render_table(records, link_dir)
+    if not target:
+        sys.stdout.write(table)
+        return 0
+    text = _read_text(target)
+    if args.check:
+        if current_table(text, target) == table:
+            print('%s: %s: the benchmark table is up to date (%d records)'
+                  % (_PROG, target, len(records)))
+            return 0
+        print('%s: %s: the benchmark table differs from %s (regenerate: '
+              'python benchmarks/benchmark_table.py table --write %s)' %
+              (_PROG, target, args.records, target))
+        return 1
+    new_text = replace_table(text, table, target)
+    if new_text != text:
+        atomic_write_text(target, new_text)
+    print('%s: %s: %s (%d records)' % (
+        _PROG, target, 'wrote the benchmark table' if new_text != text else
+        'the benchmark table is already up to date', len(records)))
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# command line
+# ---------------------------------------------------------------------------
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The command-line flags of both commands."""
+    p = _Parser(prog='benchmark_table.py',
+                description=__doc__.split('\n')[0])
+    sub = p.add_subparsers(dest='command', required=True,
+                           metavar='{collect,table}', parser_class=_Parser)
+    c = sub.add_parser('collect', help='Event files of runs -> a record.')
+    c.add_argument('--name', required=True, help='Record name (file name).')
+    c.add_argument('--task', required=True, help="E.g. 'Hopper-v5'.")
+    c.add_argument('--algorithm', required=True, help="E.g. 'PPO'.")
+    c.add_argument('--gin', required=True, help='The gin file of the runs.')
+    c.add_argument('--metric', default='AverageReturn',
+                   help='Metrics_vs_EnvironmentSteps/<metric> is read.')
+    c.add_argument('--source', default='eval', choices=sorted(SOURCES),
+                   help='eval: greedy evaluation; train: training episodes.')
+    c.add_argument('--reference', default='',
+                   help="Reference score with its source, as shown.")
+    c.add_argument('--records', default=DEFAULT_RECORDS)
+    c.add_argument('run_dirs', nargs='+', metavar='RUN_DIR',
+                   help='alf-train root dirs, one per seed.')
+    t = sub.add_parser('table', help='Records -> the markdown table.')
+    t.add_argument('--records', default=DEFAULT_RECORDS)
+    out = t.add_mutually_exclusive_group()
+    out.add_argument('--write', metavar='FILE',
+                     help='Replace the table between the markers of FILE.')
+    out.add_argument('--check', metavar='FILE',
+                     help="Exit 1 when FILE's table differs.")
+    return p
+
+
+def _report_record(record: Dict[str, Any], path: str) -> None:
+    """Prints what ``collect`` wrote: a line per seed and the path."""
+    for s in record['seeds']:
+        print('%s: seed %s: final %s, best %s, %d env steps, %s (%s), %d '
+              'points' % (_PROG, s['seed'], format_value(s['final']),
+                          format_value(s['best']), s['env_steps'],
+                          format_duration(s['wall_secs']), s['wall_from'],
+                          s['num_points']))
+    print('%s: wrote %s (%s %s, %d seed%s)' % (
+        _PROG, path, record['metric'], record['source'],
+        len(record['seeds']), '' if len(record['seeds']) == 1 else 's'))
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Runs ``collect`` or ``table``; returns the exit code (0; 1: a
+    ``--check`` found a difference; 2: a mistake, printed as one line)."""
+    try:
+        args = _parser().parse_args(argv)
+        if args.command == 'collect':
+            record = collect(args)
+            _report_record(record, write_record(args.records, record))
+            return 0
+        return run_table(args)
+    except UsageError as e:
+        print('%s: error: %s' % (_PROG, e), file=sys.stderr)
+        return 2
+
+
+if __name__ == '__main__':
+    sys.exit(main())

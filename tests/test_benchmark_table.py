@@ -1,0 +1,256 @@
+"""``benchmarks/benchmark_table.py``: records from fake event files, the
+table's numbers against hand-computed values, marker replacement,
+``--check`` and the one-line errors."""
+
+import importlib.util
+import json
+import os
+import time
+
+import pytest
+import tensorflow as tf
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_spec = importlib.util.spec_from_file_location(
+    'benchmark_table', os.path.join(_ROOT, 'benchmarks', 'benchmark_table.py'))
+bt = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bt)
+
+TAG = 'Metrics_vs_EnvironmentSteps/AverageReturn'
+GIN = os.path.join(_ROOT, 'examples', 'ppo_hopper.gin')
+
+
+def _summary_writes(event_dir, points, elapsed_secs=None):
+    """One process's event file written by ``tf.summary`` (as alf-train
+    does): ``points`` of TAG and, when given, ``time/elapsed_secs`` whose
+    clock started ``elapsed_secs`` before now (so that, as in a real run,
+    wall time minus elapsed seconds is the process's start)."""
+    start = time.time() - (elapsed_secs or 0.0)
+    writer = tf.summary.create_file_writer(event_dir)
+    with writer.as_default():
+        for step, value in points:
+            tf.summary.scalar(TAG, value, step=step)
+            if elapsed_secs is not None:
+                tf.summary.scalar('time/elapsed_secs', time.time() - start,
+                                  step=step // 100)
+    writer.close()
+    time.sleep(0.01)  # the next file's writes come strictly later
+
+
+def _proto_writes(event_dir, rows):
+    """An event file of TAG ``(wall_time, step, value)`` rows with the
+    wall times given (``simple_value`` summaries)."""
+    os.makedirs(event_dir, exist_ok=True)
+    path = os.path.join(event_dir, 'events.out.tfevents.%d.fake' % len(
+        os.listdir(event_dir)))
+    with tf.io.TFRecordWriter(path) as f:
+        for wall, step, value in rows:
+            f.write(tf.compat.v1.Event(
+                wall_time=wall, step=step, summary=tf.compat.v1.Summary(
+                    value=[tf.compat.v1.Summary.Value(
+                        tag=TAG, simple_value=value)])).SerializeToString())
+
+
+def _seed_line(run_dir, seed):
+    with open(os.path.join(run_dir, 'config.gin'), 'w') as f:
+        f.write('# Parameters for TrainerConfig:\n'
+                'TrainerConfig.num_env_steps = 4000\n'
+                'TrainerConfig.random_seed = %d\n' % seed)
+
+
+@pytest.fixture(scope='module')
+def runs(tmp_path_factory):
+    """Two seeds' run dirs (given in the order seed 1, seed 0).
+
+    seed0 (tf.summary, resumed once): train 10 @1000, 30 @2000; then a
+    new process: 25 @2000 (replaces 30), 20 @3000; elapsed_secs ~100 in
+    the first process, ~120 in the second (no drop: the start moved) ->
+    220 s. eval 100 @1000, 400 @2000, 300 @3000.
+    seed1 (protos, wall times given, no elapsed_secs): train 5, 15, 35 @
+    1000, 2000, 4000 (walls 1000-1030: 30 s); eval 50, 200, 500 @ 1000,
+    2000, 4000 (walls 1005-1065: 60 s).
+    """
+    root = tmp_path_factory.mktemp('runs')
+    seed0, seed1 = str(root / 'seed0'), str(root / 'seed1')
+    _summary_writes(os.path.join(seed0, 'train'), [(1000, 10.0),
+                                                   (2000, 30.0)], 100.0)
+    _summary_writes(os.path.join(seed0, 'train'), [(2000, 25.0),
+                                                   (3000, 20.0)], 120.0)
+    _summary_writes(os.path.join(seed0, 'eval'), [(1000, 100.0), (
+        2000, 400.0), (3000, 300.0)])
+    _proto_writes(os.path.join(seed1, 'train'), [
+        (1000.0, 1000, 5.0), (1010.0, 2000, 15.0), (1030.0, 4000, 35.0)])
+    _proto_writes(os.path.join(seed1, 'eval'), [
+        (1005.0, 1000, 50.0), (1015.0, 2000, 200.0), (1065.0, 4000, 500.0)])
+    _seed_line(seed0, 0)
+    _seed_line(seed1, 1)
+    empty = root / 'not_a_run'
+    empty.mkdir()
+    same_seed = root / 'seed0_again'
+    same_seed.mkdir()
+    _seed_line(str(same_seed), 0)
+    return {'seed0': seed0, 'seed1': seed1, 'empty': str(empty),
+            'same_seed': str(same_seed), 'root': str(root)}
+
+
+def _collect(records, run_dirs, *flags):
+    return bt.main(['collect', '--task', 'Hopper-v5', '--gin', GIN,
+                    '--records', str(records)] + list(flags) +
+                   list(run_dirs))
+
+
+@pytest.fixture(scope='module')
+def records(runs, tmp_path_factory):
+    """The records of both sources, and collect's exit codes."""
+    directory = tmp_path_factory.mktemp('records')
+    dirs = [runs['seed1'], runs['seed0']]
+    codes = [
+        _collect(directory, dirs, '--name', 'ppo_hopper', '--algorithm',
+                 'PPO', '--reference', '2410 (rl-zoo, PPO, Hopper-v3)'),
+        _collect(directory, dirs, '--name', 'a2c_hopper', '--algorithm',
+                 'A2C', '--source', 'train', '--reference', 'n/a | none')]
+    return str(directory), codes
+
+
+def _load(directory, name):
+    with open(os.path.join(directory, name + '.json')) as f:
+        return json.load(f)
+
+
+def test_collect_records_final_best_steps_wall_and_curve(records, runs):
+    directory, codes = records
+    assert codes == [0, 0]
+    ev, tr = _load(directory, 'ppo_hopper'), _load(directory, 'a2c_hopper')
+    assert (ev['metric'], ev['source'], ev['tag'], ev['gin']) == (
+        'AverageReturn', 'eval', TAG, 'examples/ppo_hopper.gin')
+    assert 'greedy' in ev['source_description']
+    assert ev['reference'] == '2410 (rl-zoo, PPO, Hopper-v3)'
+    assert [s['seed'] for s in ev['seeds']] == [0, 1]  # sorted by seed
+    s0, s1 = ev['seeds']
+    assert (s0['final'], s0['best'], s0['env_steps']) == (300.0, 400.0, 3000)
+    assert (s1['final'], s1['best'], s1['env_steps']) == (500.0, 500.0, 4000)
+    assert s0['curve'] == [[1000, 100.0], [2000, 400.0], [3000, 300.0]]
+    assert s0['wall_from'] == 'time/elapsed_secs'
+    assert s0['wall_secs'] == pytest.approx(220.0, abs=0.5)
+    assert (s1['wall_from'], s1['wall_secs']) == ('event wall-time span',
+                                                  60.0)
+    assert s0['run_dir'].endswith('seed0')
+    t0, t1 = tr['seeds']
+    # The resumed process's 25 @2000 replaces the first one's 30.
+    assert (t0['final'], t0['best'], t0['env_steps']) == (20.0, 25.0, 3000)
+    assert t0['curve'] == [[1000, 10.0], [2000, 25.0], [3000, 20.0]]
+    assert (t1['final'], t1['best'], t1['wall_secs']) == (35.0, 35.0, 30.0)
+    assert t0['wall_secs'] == pytest.approx(220.0, abs=0.5)
+
+
+def test_table_numbers_order_and_links(records, capsys):
+    directory, _ = records
+    capsys.readouterr()
+    assert bt.main(['table', '--records', directory]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith('<!--') and lines[1].startswith('| task |')
+    a2c, ppo = lines[3:]  # sorted by task, then algorithm
+    assert ppo == (
+        '| Hopper-v5 | PPO | [ppo_hopper.gin](examples/ppo_hopper.gin) | '
+        '3k-4k | 2 | AverageReturn (eval) | 400 [300, 500]; seeds: 300, '
+        '500 | 2 min | 2410 (rl-zoo, PPO, Hopper-v3) |')
+    # Mean 27.5 of 20 and 35; bootstrap 95% CI of two values: (min, max);
+    # wall (220 + 30) / 2 = 125 s.
+    assert a2c == (
+        '| Hopper-v5 | A2C | [ppo_hopper.gin](examples/ppo_hopper.gin) | '
+        '3k-4k | 2 | AverageReturn (train) | 27.5 [20.0, 35.0]; seeds: '
+        '20.0, 35.0 | 2 min | n/a \\| none |')
+
+
+def test_write_replaces_between_markers_and_check(records, tmp_path,
+                                                  capsys):
+    directory, _ = records
+    readme = tmp_path / 'docs' / 'README.md'
+    readme.parent.mkdir()
+    readme.write_text('intro\n%s\nold | table\n%s\noutro\n' %
+                      (bt.START_MARKER, bt.END_MARKER))
+    assert bt.main(['table', '--records', directory, '--check',
+                    str(readme)]) == 1
+    assert 'differs' in capsys.readouterr().out
+    assert bt.main(['table', '--records', directory, '--write',
+                    str(readme)]) == 0
+    text = readme.read_text()
+    table = bt.render_table(bt.load_records(directory), str(readme.parent))
+    assert text == 'intro\n%s\n%s%s\noutro\n' % (bt.START_MARKER, table,
+                                                 bt.END_MARKER)
+    link = os.path.relpath(GIN, str(readme.parent))
+    assert '[ppo_hopper.gin](%s)' % link in text
+    capsys.readouterr()
+    assert bt.main(['table', '--records', directory, '--check',
+                    str(readme)]) == 0
+    assert 'up to date' in capsys.readouterr().out
+    readme.write_text(text.replace('400 [300, 500]', '401 [300, 500]'))
+    assert bt.main(['table', '--records', directory, '--check',
+                    str(readme)]) == 1
+    out = capsys.readouterr().out
+    assert len(out.splitlines()) == 1 and str(readme) in out
+
+
+def _error(capsys, argv, *expected):
+    capsys.readouterr()
+    assert bt.main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ''
+    assert len(captured.err.splitlines()) == 1, captured.err
+    assert 'Traceback' not in captured.err
+    for text in expected:
+        assert text in captured.err, captured.err
+
+
+def test_mistakes_are_one_line_with_exit_code_2(runs, records, tmp_path,
+                                                capsys):
+    directory, _ = records
+    out = str(tmp_path / 'out')
+    base = ['collect', '--name', 'x', '--task', 'T', '--algorithm', 'A',
+            '--gin', GIN, '--records', out]
+    _error(capsys, base + [runs['empty']], runs['empty'],
+           'no TensorBoard event files')
+    _error(capsys, base + [runs['root'] + '/missing'], 'missing',
+           'not a directory')
+    _error(capsys, base + ['--metric', 'GameScore', runs['seed0']],
+           'no scalar Metrics_vs_EnvironmentSteps/GameScore',
+           'metrics there: AverageReturn')
+    _error(capsys, base + ['--source', 'test', runs['seed0']], "'test'")
+    _error(capsys, base + [runs['seed0'], runs['seed0']], 'given twice')
+    _error(capsys, base + [runs['seed0'], runs['same_seed']],
+           'random_seed = 0', runs['same_seed'])
+    _error(capsys, base[:-4] + ['--gin', 'nowhere.gin', '--records', out,
+                                runs['seed0']],
+           'nowhere.gin')
+    assert not os.path.exists(out)  # nothing written on a mistake
+    _error(capsys, ['table', '--records', str(tmp_path)], str(tmp_path),
+           'no *.json')
+    no_markers = tmp_path / 'README.md'
+    no_markers.write_text('no markers here\n')
+    for flag in ('--write', '--check'):
+        _error(capsys, ['table', '--records', directory, flag,
+                        str(no_markers)], str(no_markers), bt.START_MARKER)
+    assert no_markers.read_text() == 'no markers here\n'
+
+
+def test_thin_curve_keeps_at_most_200_points_with_both_ends():
+    points = [(i * 10, float(i)) for i in range(1001)]
+    thin = bt.thin_curve(points)
+    assert len(thin) == 200
+    assert thin[0] == [0, 0.0] and thin[-1] == [10000, 1000.0]
+    assert [s for s, _ in thin] == sorted({s for s, _ in thin})
+    assert bt.thin_curve(points[:5]) == [[s, v] for s, v in points[:5]]
+
+
+@pytest.mark.parametrize('steps, text', [
+    (1_000_000, '1M'), (999_424, '1M'), (1_500_000, '1.5M'),
+    (250_000, '250k'), (204_800, '200k'), (3000, '3k'), (999, '1k'),
+    (990, '990')])
+def test_format_steps(steps, text):
+    assert bt.format_steps(steps) == text
+
+
+@pytest.mark.parametrize('secs, text', [(45, '45 s'), (1655, '28 min'),
+                                        (9000, '2.5 h')])
+def test_format_duration(secs, text):
+    assert bt.format_duration(secs) == text
