@@ -7,6 +7,18 @@ mean return of the last ``--window`` finished training episodes reaches the
 threshold -- the same stopping rule as ``time_to_score.py`` (whose
 ``AverageReturn`` is the mean of the last 10 training episodes).
 
+``--algo ppo_hopper --budget N --seeds S`` trains SB3's PPO with the zoo's
+Hopper settings (``VecNormalize`` with gamma 0.999) and prints, every 50k
+env steps, the mean return and length of the last 10 training episodes: a
+reference curve for ``examples/ppo_hopper.gin`` on this machine.
+
+``--algo ppo_atari`` measures throughput instead: SB3's PPO ``CnnPolicy``
+with the zoo's Atari settings on ``--env`` (PongNoFrameskip-v4) in 8
+``SubprocVecEnv`` processes (``make_atari_env`` + ``VecFrameStack(4)``),
+for ``--budget`` env steps; it prints the env steps per second from the
+end of the first rollout/update to the end (compile- and start-up-free),
+as ``benchmarks/atari_throughput.py`` prints for alf_rl.
+
 SB3 needs PyTorch, which is never an alf_rl dependency: run this script from
 a separate virtual environment, e.g.::
 
@@ -36,12 +48,20 @@ def _linear(initial):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--algo', choices=sorted(ZOO), required=True)
+    parser.add_argument('--algo',
+                        choices=sorted(ZOO) + ['ppo_atari', 'ppo_hopper'],
+                        required=True)
+    parser.add_argument('--env', default='PongNoFrameskip-v4')
+    parser.add_argument('--budget', type=int, default=40960)
     parser.add_argument('--seeds', default='0')
     parser.add_argument('--window', type=int, default=10)
     parser.add_argument('--threshold', type=float, default=None)
     args = parser.parse_args()
 
+    if args.algo == 'ppo_atari':
+        return _atari_throughput(args)
+    if args.algo == 'ppo_hopper':
+        return _hopper_curve(args)
     import numpy as np
     import torch
     from stable_baselines3 import PPO, SAC
@@ -92,6 +112,98 @@ def main():
                threshold, args.window, callback.reached_at or
                model.num_timesteps, now - start, now - START), flush=True)
         env.close()
+
+
+def _hopper_curve(args):
+    """SB3's PPO on Hopper-v5 with rl-baselines3-zoo's settings: prints
+    the training curve every 50k env steps."""
+    import numpy as np
+    import torch
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    class _Curve(BaseCallback):
+
+        def __init__(self):
+            super().__init__()
+            self.episodes = []
+            self.next_report = 50000
+
+        def _on_step(self):
+            for info in self.locals.get('infos', []):
+                if 'episode' in info:
+                    self.episodes.append((info['episode']['r'],
+                                          info['episode']['l']))
+            if self.num_timesteps >= self.next_report and self.episodes:
+                last = np.array(self.episodes[-10:])
+                print('%d env steps, %.0f s: return %.1f, length %.0f' %
+                      (self.num_timesteps, time.time() - START,
+                       last[:, 0].mean(), last[:, 1].mean()), flush=True)
+                self.next_report += 50000
+            return True
+
+    for seed in [int(s) for s in args.seeds.split(',')]:
+        env = VecNormalize(make_vec_env('Hopper-v5', n_envs=1, seed=seed),
+                           gamma=0.999)
+        model = PPO('MlpPolicy', env, batch_size=32, n_steps=512,
+                    gamma=0.999, learning_rate=9.80828e-05,
+                    ent_coef=0.00229519, clip_range=0.2, n_epochs=5,
+                    gae_lambda=0.99, max_grad_norm=0.7, vf_coef=0.835671,
+                    policy_kwargs=dict(log_std_init=-2, ortho_init=False,
+                                       activation_fn=torch.nn.ReLU,
+                                       net_arch=dict(pi=[256, 256],
+                                                     vf=[256, 256])),
+                    seed=seed, verbose=0)
+        print('seed %d' % seed, flush=True)
+        model.learn(args.budget, callback=_Curve())
+        env.close()
+
+
+def _atari_throughput(args):
+    """Env steps/s of SB3's PPO CnnPolicy (zoo Atari settings, 8 envs in
+    subprocesses) after its first rollout and update."""
+    import torch
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.env_util import make_atari_env
+    from stable_baselines3.common.vec_env import (SubprocVecEnv,
+                                                  VecFrameStack)
+
+    class _Clock(BaseCallback):
+        """(time, env steps) at the start of every rollout."""
+
+        def __init__(self):
+            super().__init__()
+            self.marks = []
+
+        def _on_rollout_start(self):
+            self.marks.append((time.time(), self.num_timesteps))
+
+        def _on_step(self):
+            return True
+
+    print('SB3 imports %.1f s, torch threads %d' %
+          (time.time() - START, torch.get_num_threads()), flush=True)
+    import ale_py
+    import gymnasium
+    gymnasium.register_envs(ale_py)  # forked workers inherit the ids
+    env = VecFrameStack(make_atari_env(
+        args.env, n_envs=8, seed=0, vec_env_cls=SubprocVecEnv,
+        vec_env_kwargs=dict(start_method='fork')), 4)
+    model = PPO('CnnPolicy', env, n_steps=128, n_epochs=4, batch_size=256,
+                learning_rate=_linear(2.5e-4), clip_range=_linear(0.1),
+                vf_coef=0.5, ent_coef=0.01, seed=0, verbose=0)
+    clock = _Clock()
+    model.learn(args.budget, callback=clock)
+    end = (time.time(), model.num_timesteps)
+    (t0, s0) = clock.marks[1]
+    print('SB3 PPO CnnPolicy %s, 8 SubprocVecEnv: %d env steps in %.1f s '
+          'after the first iteration: %.1f env steps/s' %
+          (args.env, end[1] - s0, end[0] - t0,
+           (end[1] - s0) / (end[0] - t0)), flush=True)
+    env.close()
 
 
 if __name__ == '__main__':

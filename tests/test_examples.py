@@ -18,6 +18,15 @@ def test_there_are_examples():
     assert any(p.endswith('ac_cart_pole.gin') for p in EXAMPLES)
 
 
+# Examples whose full-size settings would take minutes or gigabytes before
+# their first iteration (DQN Atari: 100k random steps into a 2.8 GB
+# replay buffer).
+SHRINK = {
+    'dqn_atari_pong.gin': ['TrainerConfig.initial_collect_steps=64',
+                           'TrainerConfig.replay_buffer_capacity=256'],
+}
+
+
 @pytest.mark.parametrize('gin_file', EXAMPLES,
                          ids=[os.path.basename(p) for p in EXAMPLES])
 def test_example_trains_briefly(gin_file, tmp_path):
@@ -26,7 +35,7 @@ def test_example_trains_briefly(gin_file, tmp_path):
             'TrainerConfig.num_iterations=2',
             'TrainerConfig.num_env_steps=0', 'TrainerConfig.evaluate=False',
             'TrainerConfig.summary_interval=1'
-        ])
+        ] + SHRINK.get(os.path.basename(gin_file), []))
     except gymnasium.error.DependencyNotInstalled as e:
         # Box2D/MuJoCo examples need their extras ([box2d], [mujoco]).
         pytest.skip('optional dependency missing: %s' % e)
