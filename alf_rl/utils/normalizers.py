@@ -222,11 +222,18 @@ class EMAMeanVarNormalizer(_Normalizer):
 class AdaptiveScalarNormalizer(EMAMeanVarNormalizer):
     """EMA normalizer of a scalar per step (e.g. rewards, [B] or [B, T]).
 
+    With ``center_mean`` it returns ``(x - mean) / std``. Without (the
+    default, which keeps the sign of rewards) it only scales, by the root
+    mean square ``sqrt(mean^2 + var)``: dividing an uncentred value by its
+    std would blow up a reward whose mean is large next to its spread
+    (r = 1 + N(0, 0.05) would become ~20, clipped to the same value for
+    every step, so that better and worse steps earn alike).
+
     Args:
         update_rate: EMA rate.
         clip_value: clip normalized values to [-clip, clip] if > 0.
-        center_mean: subtract the mean (False: only scale, which keeps the
-            sign of rewards, as reward normalization usually wants).
+        center_mean: subtract the mean and divide by the std (False: divide
+            by the root mean square).
     """
 
     def __init__(self, update_rate: float = 1e-3, clip_value: float = 0.0,
@@ -249,8 +256,9 @@ class AdaptiveScalarNormalizer(EMAMeanVarNormalizer):
         """
         x = tf.cast(x, tf.float32)
         mean, var = self._means[0], self._vars[0]
-        return self._clip(((x - mean) if self._center_mean else x) /
-                          tf.sqrt(var + self._epsilon))
+        if self._center_mean:
+            return self._clip((x - mean) / tf.sqrt(var + self._epsilon))
+        return self._clip(x / tf.sqrt(var + tf.square(mean) + self._epsilon))
 
     def update(self, x: tf.Tensor, outer_rank: Optional[int] = None) -> None:
         """Folds [B] or [B, T] scalars into the statistics.

@@ -73,13 +73,34 @@ def test_ema_matches_numpy_recursion():
 
 
 def test_adaptive_scalar_keeps_sign_and_clips():
-    norm = AdaptiveScalarNormalizer(update_rate=1.0, clip_value=2.0)
+    norm = AdaptiveScalarNormalizer(update_rate=1.0, clip_value=1.5)
     rewards = tf.constant([[1.0, 3.0], [-1.0, 10.0]])
     norm.update(rewards)
     out = norm.normalize(rewards).numpy()
+    rms = np.sqrt(np.mean(np.square([1.0, 3.0, -1.0, 10.0])) + 1e-8)
+    np.testing.assert_allclose(out[0], [1.0 / rms, 3.0 / rms], rtol=1e-5)
+    assert out[1, 0] < 0 and out[1, 1] == 1.5  # 10 / 5.22, clipped
+    centred = AdaptiveScalarNormalizer(update_rate=1.0, center_mean=True)
+    centred.update(rewards)
     std = np.sqrt(np.var([1.0, 3.0, -1.0, 10.0]) + 1e-8)
-    np.testing.assert_allclose(out[0], [1.0 / std, 3.0 / std], rtol=1e-5)
-    assert out[1, 0] < 0 and out[1, 1] == 2.0
+    np.testing.assert_allclose(centred.normalize(rewards).numpy()[0],
+                               [(1.0 - 3.25) / std, (3.0 - 3.25) / std],
+                               rtol=1e-5)
+
+
+def test_adaptive_scalar_does_not_clip_a_reward_with_a_large_mean():
+    """r = 1 + N(0, 0.05) (Hopper standing still): divided by its std it
+    would be ~20, clipped to 10 for every step; by its RMS it stays ~1 and
+    keeps its ordering."""
+    norm = AdaptiveScalarNormalizer(update_rate=0.01, clip_value=10.0)
+    rng = np.random.default_rng(0)
+    for _ in range(500):
+        norm.update(tf.constant(1.0 + 0.05 * rng.standard_normal(8),
+                                tf.float32))
+    rewards = tf.constant([0.9, 1.0, 1.1])
+    out = norm.normalize(rewards).numpy()
+    np.testing.assert_allclose(out, [0.9, 1.0, 1.1], rtol=0.02)
+    assert np.all(np.abs(out) < 10.0)
 
 
 def test_checkpoint_round_trip_and_mismatched_spec(tmp_path):
