@@ -760,6 +760,7 @@ class Trainer(object):
                            self._config.evaluate)
         self._write_config()
         run = _Run(time.time(), self._env_steps())
+        loss_info = None
         try:
             while not self._done() and not _STOP_REQUESTED.is_set():
                 try:
@@ -769,6 +770,8 @@ class Trainer(object):
                     self._checkpoint_after_error(error)
                     raise
                 self._after_call(run, loss_info, now, writers)
+            if loss_info is not None and self._done():
+                self._final_summaries(run, loss_info, writers)
             self._report_progress(run)
             self._save(int(self._iteration.numpy()), writers)
         finally:
@@ -931,6 +934,18 @@ class Trainer(object):
         if now - run.last_report >= c.progress_interval_secs:
             self._report_progress(run)
             run.last_report = now
+
+    def _final_summaries(self, run, loss_info, writers):
+        """At the end of training: the summaries and evaluation of the
+        last iteration, unless their intervals just wrote them, so that a
+        run's curves (and tables made from them) end at its budget."""
+        c = self._config
+        it = int(self._iteration.numpy())
+        if it % c.summary_interval:
+            self._write_train_summaries(run, loss_info, it, time.time(),
+                                        writers.train)
+        if c.evaluate and it % c.eval_interval:
+            run.last_eval = self._evaluate_and_write(it, writers.eval)
 
     def _write_train_summaries(self, run, loss_info, iteration, now, writer):
         """Metrics, losses and throughput under ``train/`` at

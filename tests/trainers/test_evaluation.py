@@ -83,14 +83,18 @@ def test_evaluation_plays_greedy_episodes_and_writes_eval_summaries(
     finally:
         trainer.close()
     eval_events = _events(root, 'eval')
-    # eval_interval=2 of 5 iterations: at iterations 2 and 4 only.
-    assert eval_events['Metrics/AverageReturn'] == [(2, 5.0), (4, 5.0)]
+    # eval_interval=2 of 5 iterations: at iterations 2 and 4, and once
+    # more at the end of training (5).
+    assert eval_events['Metrics/AverageReturn'] == [(2, 5.0), (4, 5.0),
+                                                    (5, 5.0)]
     assert eval_events['Metrics/AverageEpisodeLength'] == [(2, 5.0),
-                                                           (4, 5.0)]
+                                                           (4, 5.0),
+                                                           (5, 5.0)]
     # ... and against the environment steps done by then.
     train_steps = dict(_events(root, 'train')['Metrics/EnvironmentSteps'])
     assert eval_events['Metrics_vs_EnvironmentSteps/AverageReturn'] == [
-        (int(train_steps[2]), 5.0), (int(train_steps[4]), 5.0)
+        (int(train_steps[2]), 5.0), (int(train_steps[4]), 5.0),
+        (int(train_steps[5]), 5.0)
     ]
     assert train_steps[2] > 0
 

@@ -29,10 +29,11 @@ def test_calls_end_at_summary_eval_and_checkpoint_iterations(tmp_path):
     assert one['iterations'] == five['iterations'] == 7
     for root in (root1, root5):
         train_events = _events(root, 'train')
-        # summary_interval=2, checkpoint_interval=3, eval_interval=3.
-        assert [s for s, _ in train_events['loss/total']] == [2, 4, 6]
+        # summary_interval=2, checkpoint_interval=3, eval_interval=3;
+        # summaries and evaluation also at the last iteration (7).
+        assert [s for s, _ in train_events['loss/total']] == [2, 4, 6, 7]
         assert [s for s, _ in _events(root, 'eval')[
-            'Metrics/AverageReturn']] == [3, 6]
+            'Metrics/AverageReturn']] == [3, 6, 7]
         checkpoints = sorted(
             int(p.rsplit('-', 1)[1])
             for p in glob.glob(os.path.join(root, 'ckpt', 'ckpt-*')))
