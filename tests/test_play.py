@@ -108,3 +108,29 @@ def test_play_without_run_is_a_clear_error(tmp_path):
 def test_write_video_rejects_unknown_suffix(tmp_path):
     with pytest.raises(ValueError, match='.gif or .mp4'):
         write_video([np.zeros((4, 4, 3), np.uint8)], str(tmp_path / 'x.avi'))
+
+
+def test_played_environment_is_an_evaluation_environment(run, monkeypatch):
+    """alf-play builds the environment the trainer evaluates in (for Atari:
+    whole games with unclipped rewards)."""
+    import alf_rl.environments.utils as env_utils
+    from alf_rl.bin.play import restore_run
+    calls = []
+    real = env_utils.create_environment
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(env_utils, 'create_environment', spy)
+    env, _ = restore_run(run, restore_algorithm=False)
+    env.close()
+    gin.clear_config()
+    assert calls and calls[0].get('evaluation') is True
+
+
+def test_mp4_without_ffmpeg_is_a_one_line_error(tmp_path, monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, 'imageio_ffmpeg', None)
+    with pytest.raises(ValueError, match=r"\[render\] extra"):
+        write_video([np.zeros((4, 4, 3), np.uint8)], str(tmp_path / 'x.mp4'))

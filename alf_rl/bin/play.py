@@ -80,6 +80,7 @@ def write_video(frames: Sequence[Any], path: str, fps: int = 30) -> int:
     elif suffix == '.mp4':
         try:
             import imageio
+            import imageio_ffmpeg  # noqa: F401 (imageio's mp4 writer)
         except ImportError as e:
             raise ValueError("writing .mp4 needs the [render] extra "
                              "(pip install 'alf_rl[render]')") from e
@@ -189,9 +190,10 @@ def restore_run(root_dir: str, render: bool = False,
     gin.parse_config_files_and_bindings([config_file], bindings,
                                         finalize_config=False)
     set_random_seed(seed)
+    # Played as evaluated: whole games with unclipped rewards for Atari.
     env = create_environment(num_parallel_environments=1,
                              seed=seed,
-                             use_subprocess=False)
+                             use_subprocess=False, evaluation=True)
     if not restore_algorithm:
         return env, None
     config = TrainerConfig()
