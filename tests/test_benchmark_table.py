@@ -254,3 +254,11 @@ def test_format_steps(steps, text):
                                         (9000, '2.5 h')])
 def test_format_duration(secs, text):
     assert bt.format_duration(secs) == text
+
+
+def test_the_readme_table_is_what_the_committed_records_give():
+    """The README's table is generated: editing a figure by hand, or adding
+    a record without regenerating, fails here."""
+    readme = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..',
+                          'README.md')
+    assert bt.main(['table', '--check', readme]) == 0
