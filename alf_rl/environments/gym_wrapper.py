@@ -266,14 +266,20 @@ class GymWrapper(PyEnvironment):
     def reports_game_scores(self) -> bool:
         """Whether a wrapper of the gymnasium environment has
         ``pop_game_scores`` (``suite_atari.GameScore``)."""
-        return self._env.has_wrapper_attr('pop_game_scores')
+        has = getattr(self._env, 'has_wrapper_attr', None)
+        if has is None:  # an env that is not a gymnasium.Env subclass
+            return callable(getattr(self._env, 'pop_game_scores', None))
+        return bool(has('pop_game_scores'))
 
     def pop_game_scores(self) -> List[float]:
         """The scores of the games that ended since the last call (from
         the wrapper with ``pop_game_scores``; ``[]`` without one)."""
         if not self.reports_game_scores:
             return []
-        return list(self._env.get_wrapper_attr('pop_game_scores')())
+        get = getattr(self._env, 'get_wrapper_attr', None)
+        pop = (get('pop_game_scores') if get is not None else
+               self._env.pop_game_scores)
+        return list(pop())
 
     def render(self) -> Optional[np.ndarray]:
         """The frame of ``gym_env.render()`` or ``None`` without render_mode.

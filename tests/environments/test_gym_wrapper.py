@@ -160,3 +160,18 @@ def test_suite_gym_and_package_import_without_tensorflow():
                          text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == 'False'
+
+
+def test_game_scores_of_envs_with_and_without_a_score_wrapper():
+    import gymnasium as gym
+    from alf_rl.environments.gym_wrapper import GymWrapper
+
+    class Scored(gym.Wrapper):
+        def pop_game_scores(self):
+            return [3.0]
+
+    plain = GymWrapper(gym.make('CartPole-v1'))
+    assert not plain.reports_game_scores and plain.pop_game_scores() == []
+    scored = GymWrapper(gym.wrappers.TimeLimit(Scored(gym.make('CartPole-v1')),
+                                               10))
+    assert scored.reports_game_scores and scored.pop_game_scores() == [3.0]
