@@ -63,7 +63,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
 
 from alf_rl.utils.checkpoint import atomic_write_text  # noqa: E402
-from alf_rl.utils.curves import read_curve, read_scalar_events  # noqa: E402
+from alf_rl.utils.curves import (read_curve, read_scalar_events,  # noqa: E402
+                                 scalar_tags)
 from alf_rl.utils.stats import bootstrap_ci  # noqa: E402
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -122,18 +123,6 @@ def read_seed(run_dir: str) -> Optional[int]:
     return int(match.group(1)) if match else None
 
 
-def _scalar_names(event_dir: str, prefix: str) -> List[str]:
-    """The scalar tags starting with ``prefix`` in a directory's event
-    files, sorted (for the message about a missing metric)."""
-    import tensorflow as tf
-    names = set()
-    for path in glob.glob(os.path.join(event_dir, 'events.*')):
-        for event in tf.compat.v1.train.summary_iterator(path):
-            names.update(v.tag for v in event.summary.value
-                         if v.tag.startswith(prefix))
-    return sorted(names)
-
-
 def read_metric_curve(run_dir: str, metric: str,
                       source: str) -> List[Tuple[int, float]]:
     """The curve of ``Metrics_vs_EnvironmentSteps/<metric>`` of a run.
@@ -160,7 +149,7 @@ def read_metric_curve(run_dir: str, metric: str,
     curve = read_curve(event_dir, tag)
     if not curve:
         found = [t[len(_TAG_PREFIX):]
-                 for t in _scalar_names(event_dir, _TAG_PREFIX)]
+                 for t in scalar_tags(event_dir, _TAG_PREFIX)]
         raise UsageError('%s: no scalar %s (--metric %s; metrics there: %s)'
                          % (event_dir, tag, metric,
                             ', '.join(found) or 'none'))

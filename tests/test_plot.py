@@ -11,7 +11,8 @@ import tensorflow as tf
 
 from alf_rl.bin.plot import plot_runs
 from alf_rl.utils.curves import (mean_and_range, nice_ticks, read_curve,
-                                 read_scalar_events, svg_line_chart)
+                                 read_scalar_events, scalar_tags,
+                                 svg_line_chart)
 
 SVG = '{http://www.w3.org/2000/svg}'
 
@@ -47,6 +48,11 @@ def test_read_curve_sorts_and_keeps_the_last_write_of_a_step(tmp_path):
         (10, 1.0), (20, 2.0), (30, 3.0), (30, 3.5), (40, 4.0)]
     assert read_curve(d, 'missing') == []
     assert read_curve(str(tmp_path / 'nowhere'), 'a') == []
+    # the tags there, each once, by prefix
+    _write(d, 'x/c', [(1, 0.0)])
+    assert scalar_tags(d) == ['a', 'b', 'x/c']
+    assert scalar_tags(d, 'x/') == ['x/c']
+    assert scalar_tags(str(tmp_path / 'nowhere')) == []
 
 
 @pytest.mark.parametrize('low, high', [(0, 1e6), (-1234.5, 310.0),

@@ -512,12 +512,13 @@ class ParallelPyEnvironment(PyEnvironment):
 
     def pop_game_scores(self) -> List[float]:
         """The finished games' scores of every worker's environment
-        (environment 0's first): one call per worker, none when they do
-        not report games."""
+        (environment 0's first): one broadcast to the workers, none when
+        they do not report games."""
         if not self.reports_game_scores:
             return []
-        return [s for i in range(self.batch_size)
-                for s in self.call(i, _pop_game_scores)]
+        request = _dumps((_pop_game_scores, ()))
+        return [s for scores in self._broadcast(
+            _CALL, [request] * self.batch_size) for s in scores]
 
     def close(self) -> None:
         """Stops every worker (joins them; kills those that do not stop)."""

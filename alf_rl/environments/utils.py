@@ -57,10 +57,15 @@ def _check_arguments(env_name, num_parallel_environments, seed,
     _check_argument('step_timeout', step_timeout,
                     'a number of seconds > 0 or None', step_timeout is None
                     or (is_number(step_timeout) and step_timeout > 0))
-    if env_load_fn is suite_gym.load or getattr(env_load_fn, 'func',
-                                                None) is suite_gym.load:
+    if _base_loader(env_load_fn) is suite_gym.load:
         _check_argument('env_name', env_name, 'a gymnasium id (a str)',
                         isinstance(env_name, str))
+
+
+def _base_loader(env_load_fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The function a loader calls: itself, or the function of a
+    ``functools.partial`` (``gym_load_fn()``, ``atari_load_fn()``)."""
+    return getattr(env_load_fn, 'func', env_load_fn)
 
 
 def _takes_argument(fn: Callable[..., Any], name: str) -> bool:
@@ -175,10 +180,9 @@ def create_environment(env_name: str = 'CartPole-v1',
                                       max_episode_steps, check_finite)
     # Also for functools.partial(suite_gym.load, ...) (e.g. gym_load_fn's
     # wrapped loader): fail on an unknown id before any worker starts.
-    if (env_load_fn is suite_gym.load
-            or getattr(env_load_fn, 'func', None) is suite_gym.load):
+    if _base_loader(env_load_fn) is suite_gym.load:
         suite_gym.check_env_id(env_name)
-    if getattr(env_load_fn, 'func', env_load_fn) is suite_atari.load:
+    if _base_loader(env_load_fn) is suite_atari.load:
         suite_atari.check_env_id(env_name)
     if seed is None:
         seed = int(np.random.randint(0, 2**31 - 1 - num_parallel_environments))

@@ -672,9 +672,17 @@ class Trainer(object):
             'Metrics/' + name: float(m.result())
             for name, m in self._metrics.items()
         }
-        if self._game_score is not None and self._game_score.num_games:
-            scalars[self._game_score.tag] = float(self._game_score.result())
+        game_score = self._game_score_value()
+        if game_score is not None:
+            scalars[self._game_score.tag] = game_score
         return scalars
+
+    def _game_score_value(self):
+        """The mean score of the last games, or None before any game
+        ended (or when the environment reports no games)."""
+        if self._game_score is None or not self._game_score.num_games:
+            return None
+        return float(self._game_score.result())
 
     def _collect_game_scores(self):
         """Folds the games the training environment finished since the
@@ -1003,8 +1011,9 @@ class Trainer(object):
         score = ('no episode ended yet' if self._unscored_metrics() else
                  'AverageReturn %.2f' %
                  float(self._metrics['AverageReturn'].result()))
-        if self._game_score is not None and self._game_score.num_games:
-            score += ' | game score %.1f' % float(self._game_score.result())
+        game_score = self._game_score_value()
+        if game_score is not None:
+            score += ' | game score %.1f' % game_score
         line = ("iter %d | env steps %d | %.0f steps/s | %s%s%s" %
                 (int(self._iteration.numpy()), steps, rate, score,
                  (' | eval %.2f' % last_eval['Metrics/AverageReturn'])

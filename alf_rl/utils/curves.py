@@ -16,12 +16,22 @@ wants TensorFlow's start-up notices hidden imports it first with
 import glob
 import math
 import os
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple
 from xml.sax.saxutils import escape
 
 # Colour-blind-safe palette (Okabe-Ito).
 _COLORS = ['#0072B2', '#D55E00', '#009E73', '#CC79A7', '#E69F00', '#56B4E9',
            '#F0E442', '#000000']
+
+
+def _scalar_values(event_dir: str) -> Iterator[Tuple[Any, Any]]:
+    """``(event, summary value)`` of every value in a directory's event
+    files (TensorBoard's ``tf.compat.v1.train.summary_iterator``)."""
+    import tensorflow as tf  # lazily: drawing needs no TensorFlow
+    for path in glob.glob(os.path.join(event_dir, 'events.*')):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for v in event.summary.value:
+                yield event, v
 
 
 def read_scalar_events(event_dir: str,
@@ -35,17 +45,29 @@ def read_scalar_events(event_dir: str,
         List of ``(wall_time, step, value)`` (float, int, float), sorted by
         wall time; empty when the directory has no such scalar.
     """
-    import tensorflow as tf  # lazily: drawing needs no TensorFlow
+    import tensorflow as tf
     rows = []
-    for path in glob.glob(os.path.join(event_dir, 'events.*')):
-        for event in tf.compat.v1.train.summary_iterator(path):
-            for v in event.summary.value:
-                if v.tag != tag:
-                    continue
-                value = (float(tf.make_ndarray(v.tensor))
-                         if v.HasField('tensor') else float(v.simple_value))
-                rows.append((event.wall_time, int(event.step), value))
+    for event, v in _scalar_values(event_dir):
+        if v.tag != tag:
+            continue
+        value = (float(tf.make_ndarray(v.tensor))
+                 if v.HasField('tensor') else float(v.simple_value))
+        rows.append((event.wall_time, int(event.step), value))
     return sorted(rows)
+
+
+def scalar_tags(event_dir: str, prefix: str = '') -> List[str]:
+    """The tags starting with ``prefix`` in a directory's event files,
+    sorted (e.g. to say which metrics a run has).
+
+    Args:
+        event_dir: a directory with ``events.*`` files.
+        prefix: e.g. ``'Metrics_vs_EnvironmentSteps/'``.
+    Returns:
+        Sorted list of distinct tags.
+    """
+    return sorted({v.tag for _, v in _scalar_values(event_dir)
+                   if v.tag.startswith(prefix)})
 
 
 def read_curve(event_dir: str, tag: str) -> List[Tuple[int, float]]:
