@@ -205,6 +205,9 @@ class SyncUniformExperienceReplayer(ExperienceReplayer):
         prioritized: use a ``PrioritizedReplayBuffer``; ``update_priority``
             is a no-op otherwise.
         seed: optional sampler seed.
+        frame_stack: nest path (e.g. ``'experience.observation'``) of a
+            leaf stacking the last N frames on its last axis, to store each
+            frame once (see ``ReplayBuffer``); ``None`` stores it whole.
         name: module name.
         **prioritized_kwargs: ``alpha``, ``beta``, ``epsilon`` for the
             prioritized buffer.
@@ -216,6 +219,7 @@ class SyncUniformExperienceReplayer(ExperienceReplayer):
                  capacity: int,
                  prioritized: bool = False,
                  seed: Optional[int] = None,
+                 frame_stack: Optional[str] = None,
                  name: str = 'SyncUniformExperienceReplayer',
                  **prioritized_kwargs: float):
         if prioritized:
@@ -223,6 +227,7 @@ class SyncUniformExperienceReplayer(ExperienceReplayer):
                                              num_envs,
                                              capacity,
                                              seed=seed,
+                                             frame_stack=frame_stack,
                                              name=name + '_buffer',
                                              **prioritized_kwargs)
         else:
@@ -234,5 +239,6 @@ class SyncUniformExperienceReplayer(ExperienceReplayer):
                                   num_envs,
                                   capacity,
                                   seed=seed,
+                                  frame_stack=frame_stack,
                                   name=name + '_buffer')
         super().__init__(buffer, name)

@@ -58,6 +58,10 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         data_name: root of nest paths in error messages.
         seed: optional int seed of the sampler.
         device: device for the variables and ops (default host memory).
+        frame_stack: nest path of a stacked-frames leaf to store each frame
+            of once (see ``ReplayBuffer``).
+        step_type_path: nest path of the step-type leaf for
+            ``frame_stack`` (see ``ReplayBuffer``).
         name: module name.
 
     Raises:
@@ -75,6 +79,8 @@ class PrioritizedReplayBuffer(ReplayBuffer):
                  data_name: str = 'experience',
                  seed: Optional[int] = None,
                  device: Optional[str] = 'CPU:0',
+                 frame_stack: Optional[str] = None,
+                 step_type_path: Optional[str] = None,
                  name: str = 'PrioritizedReplayBuffer'):
         if alpha < 0:
             raise ValueError("alpha must be >= 0, got %r" % (alpha, ))
@@ -89,6 +95,8 @@ class PrioritizedReplayBuffer(ReplayBuffer):
                          data_name=data_name,
                          seed=seed,
                          device=device,
+                         frame_stack=frame_stack,
+                         step_type_path=step_type_path,
                          name=name)
         self._alpha = float(alpha)
         self._beta = beta

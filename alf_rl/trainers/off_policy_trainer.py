@@ -40,7 +40,7 @@ class OffPolicyTrainer(Trainer):
             ``initial_collect_steps``, ``num_updates_per_train_step``,
             ``mini_batch_size``, ``mini_batch_length``,
             ``replay_buffer_capacity``, ``clear_replay_buffer``,
-            ``prioritized_replay``, ``strategy`` (then ``mini_batch_size``
+            ``prioritized_replay``, ``replay_frame_stack``, ``strategy`` (then ``mini_batch_size``
             must be a multiple of the number of replicas).
     """
 
@@ -52,6 +52,7 @@ class OffPolicyTrainer(Trainer):
                              "an OffPolicyAlgorithm or OnPolicyAlgorithm" %
                              type(self._algorithm).__name__)
         exp_spec = self._algorithm.prepare_off_policy_specs(batch_size)
+        self._check_frame_stack(exp_spec)
         if c.clear_replay_buffer:
             self._replayer = OnetimeExperienceReplayer(
                 exp_spec, batch_size, max_length=c.unroll_length)
@@ -64,7 +65,9 @@ class OffPolicyTrainer(Trainer):
             self._replayer = SyncUniformExperienceReplayer(
                 exp_spec, batch_size, capacity=c.replay_buffer_capacity,
                 prioritized=c.prioritized_replay,
-                seed=(self._seed + 104729) % 2**31)
+                seed=(self._seed + 104729) % 2**31,
+                frame_stack=('experience.observation'
+                             if c.replay_frame_stack else None))
         self._check_batch_sizes(batch_size)
         with learner_scope(self._strategy):
             self._algorithm.build_optimizers()
@@ -79,6 +82,25 @@ class OffPolicyTrainer(Trainer):
                                    self._replayer,
                                    use_tf_functions=c.use_tf_functions,
                                    jit_compile=c.jit_compile)
+
+    def _check_frame_stack(self, exp_spec) -> None:
+        """Refuses ``replay_frame_stack`` in one line where it cannot apply:
+        without a replay buffer, or with an observation that is not one
+        [..., N] tensor of frames of rank >= 1 (N >= 2 on the last axis)."""
+        c = self._config
+        if not c.replay_frame_stack:
+            return
+        if c.clear_replay_buffer:
+            raise ValueError("TrainerConfig.replay_frame_stack applies to a "
+                             "replay buffer; clear_replay_buffer=True keeps "
+                             "only one iteration (leave it False)")
+        obs = exp_spec.observation
+        if (not isinstance(obs, tf.TensorSpec) or obs.shape.rank < 2
+                or (obs.shape[-1] or 0) < 2):
+            raise ValueError(
+                "TrainerConfig.replay_frame_stack needs the observation to "
+                "be one tensor stacking N >= 2 frames on its last axis (e.g. "
+                "suite_atari's [84, 84, 4]); got %s" % (obs, ))
 
     def _replay_batch_size(self) -> int:
         """The number of environments the replayer holds (and the batch

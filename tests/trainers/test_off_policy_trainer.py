@@ -3,6 +3,7 @@
 import os
 
 import gin
+import numpy as np
 import pytest
 
 from alf_rl.bin.train import train
@@ -101,3 +102,66 @@ def test_several_iterations_per_call_match_one_per_call(tmp_path):
         assert results[0][key] == results[1][key], key
     assert results[0]['Metrics/AverageReturn'] == pytest.approx(
         results[1]['Metrics/AverageReturn'], rel=1e-5)
+
+
+ATARI_DQN = os.path.join(os.path.dirname(__file__), '..', '..', 'examples',
+                         'dqn_atari_pong.gin')
+
+
+def test_replay_frame_stack_trains_and_resumes_on_atari(tmp_path):
+    pytest.importorskip('ale_py')
+    pytest.importorskip('cv2')
+    # Breakout on 16x16 frames, 30-step episodes and life-loss episodes:
+    # the buffer meets many episode starts, each added stack is checked
+    # against the one it rebuilds.
+    bindings = [
+        "create_environment.env_name='BreakoutNoFrameskip-v4'",
+        'atari_load_fn.screen_size=16',
+        'atari_load_fn.max_episode_steps=30',
+        'QNetwork.conv_layer_params=((8, 4, 2),)',
+        'QNetwork.fc_layer_params=(16,)',
+        'TrainerConfig.replay_frame_stack=True',
+        'TrainerConfig.initial_collect_steps=70',
+        'TrainerConfig.replay_buffer_capacity=100',
+        'TrainerConfig.num_env_steps=0',
+        'TrainerConfig.num_iterations=10',
+        'TrainerConfig.evaluate=False',
+        'TrainerConfig.summary_interval=5',
+    ]
+    root = str(tmp_path / 'run')
+    result = train(root, [ATARI_DQN], bindings)
+    assert result['iterations'] == 10
+    assert result['Metrics/NumberOfEpisodes'] >= 2
+    gin.clear_config()
+    from alf_rl.bin.train import parse_gin
+    parse_gin([ATARI_DQN], bindings + ['TrainerConfig.num_iterations=12'],
+              root)
+    trainer = OffPolicyTrainer(TrainerConfig())
+    trainer._checkpointer.restore()
+    buffer = trainer._replayer.buffer
+    assert buffer.num_frames == 4
+    # One 16x16 frame (+ a flag) per step instead of a 16x16x4 stack.
+    assert buffer.bytes_per_item < 16 * 16 * 4
+    assert int(buffer.total_size) == 100
+    stacks = buffer.gather_all().observation.numpy()
+    # Consecutive stacks within an episode share their frames.
+    steps = buffer.gather_all().step_type.numpy()[0]
+    for t in range(1, 100):
+        if steps[t] != 0:  # not a FIRST step
+            np.testing.assert_array_equal(stacks[0, t, ..., :3],
+                                          stacks[0, t - 1, ..., 1:])
+    result = trainer.train()
+    trainer.close()
+    assert result['iterations'] == 12
+
+
+@pytest.mark.parametrize('bindings,match', [
+    (['TrainerConfig.replay_frame_stack=True'],
+     'clear_replay_buffer=True keeps only one iteration'),
+    (UNIFORM[len(SMALL):] + ['TrainerConfig.replay_frame_stack=True'],
+     r'one tensor stacking N >= 2 frames.*shape=\(4,\)'),
+])
+def test_replay_frame_stack_is_refused_where_it_cannot_apply(
+        tmp_path, bindings, match):
+    with pytest.raises(ValueError, match=match):
+        train(str(tmp_path), [EXAMPLE], SMALL + bindings)

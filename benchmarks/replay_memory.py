@@ -1,0 +1,99 @@
+"""Memory and speed of an Atari-sized replay buffer, with and without
+``frame_stack`` (each [84, 84, 4] stack's newest frame stored once).
+
+Usage::
+
+    python benchmarks/replay_memory.py [--capacity 1000000] [--plain]
+        [--fill 20000]
+
+Builds a ``ReplayBuffer`` of ``--capacity`` DQN transitions (uint8
+[84, 84, 4] observation, step type, action, reward, discount) for one
+environment, and reports the bytes its variables hold, the process's
+resident memory after building it (and its peak), then the time of
+``add_batch`` over ``--fill`` steps (episodes of 500 steps, as Atari
+life-loss episodes are short) and of ``get_batch(32, 2)`` (the zoo's DQN
+batch). ``--plain`` builds the whole-stack buffer instead (28 GB at 1M:
+more than this machine has).
+"""
+
+import argparse
+import os
+import resource
+import time
+
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from alf_rl.data_structures import Experience, StepType  # noqa: E402
+from alf_rl.replay import ReplayBuffer  # noqa: E402
+
+
+def _rss_gb() -> float:
+    """Resident memory of this process now, in GB (from /proc)."""
+    with open('/proc/self/statm') as f:
+        pages = int(f.read().split()[1])
+    return pages * os.sysconf('SC_PAGE_SIZE') / 1e9
+
+
+def _peak_gb() -> float:
+    """Peak resident memory of this process, in GB."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--capacity', type=int, default=1000000)
+    parser.add_argument('--fill', type=int, default=20000)
+    parser.add_argument('--plain', action='store_true')
+    args = parser.parse_args(argv)
+    spec = Experience(step_type=tf.TensorSpec((), tf.int32),
+                      reward=tf.TensorSpec((), tf.float32),
+                      discount=tf.TensorSpec((), tf.float32),
+                      observation=tf.TensorSpec((84, 84, 4), tf.uint8),
+                      action=tf.TensorSpec((), tf.int64))
+    before = _rss_gb()
+    start = time.time()
+    buffer = ReplayBuffer(
+        spec, 1, args.capacity, seed=0,
+        frame_stack=None if args.plain else 'experience.observation')
+    print('%s buffer of %d transitions: %.2f GB in variables (%d B per '
+          'transition), process +%.2f GB resident (peak %.2f GB), built in '
+          '%.1f s' % ('whole-stack' if args.plain else 'frame_stack',
+                      args.capacity, buffer.nbytes / 1e9,
+                      buffer.bytes_per_item, _rss_gb() - before, _peak_gb(),
+                      time.time() - start))
+
+    add = tf.function(buffer.add_batch)
+    sample = tf.function(lambda: buffer.get_batch(32, 2))
+    rng = np.random.RandomState(0)
+    frames = [rng.randint(0, 256, (84, 84), np.uint8) for _ in range(4)]
+    env_ids = tf.constant([0])
+    start = None
+    for t in range(args.fill):
+        first = t % 500 == 0
+        frame = rng.randint(0, 256, (84, 84), np.uint8)
+        frames = [frame] * 4 if first else frames[1:] + [frame]
+        exp = Experience(step_type=tf.constant(
+            [StepType.FIRST if first else StepType.MID]),
+                         reward=tf.constant([1.0]),
+                         discount=tf.constant([1.0]),
+                         observation=tf.constant(np.stack(frames, -1)[None]),
+                         action=tf.constant([t % 6], tf.int64))
+        add(exp, env_ids)
+        if t == 99:
+            start = time.time()
+    add_us = (time.time() - start) / (args.fill - 100) * 1e6
+    sample()
+    start = time.time()
+    for _ in range(200):
+        data, _ = sample()
+    sample_us = (time.time() - start) / 200 * 1e6
+    print('add_batch (1 env): %.0f us/step; get_batch(32, 2): %.0f us; '
+          'peak resident %.2f GB' % (add_us, sample_us, _peak_gb()))
+    assert data.observation.shape == (32, 2, 84, 84, 4)
+
+
+if __name__ == '__main__':
+    main()
