@@ -241,6 +241,32 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
         index = tf.cast(exp.action, tf.int32) - tf.cast(
             self.action_spec.minimum, tf.int32)
         q_value = tf.gather(q_values, index[:, None], batch_dims=1)[:, 0]
+        return self._with_target(exp, state, q_value, q_values)
+
+    def bootstrap_step(self, exp: Experience, state: Nest) -> PolicyStep:
+        """Only the bootstrap value of the last row of a sequence.
+
+        Skips the online Q-network (its loss is masked on that row) unless
+        double Q-learning needs it for the greedy action: with the usual
+        2-step sequences, a third less network compute per update.
+
+        Args:
+            exp: ``Experience`` with [B, ...] leaves.
+            state: ``()``.
+        Returns:
+            ``PolicyStep(action [B] greedy, (), DqnInfo)`` whose
+            ``q_value`` is zeros.
+        """
+        q_values = None
+        if self._use_double_q:
+            q_values, _ = self._q_network(exp.observation)
+        return self._with_target(exp, state, None, q_values)
+
+    def _with_target(self, exp, state, q_value, q_values):
+        """``PolicyStep`` of ``train_step``/``bootstrap_step``: the target
+        network's value of ``exp.observation`` (at the online network's
+        greedy action, ``q_values`` [B, A], for double Q-learning), with
+        ``q_value`` [B] (zeros if ``None``)."""
         target_q_values, _ = self._target_q_network(exp.observation)
         if self._use_double_q:
             best = tf.argmax(q_values, axis=-1, output_type=tf.int32)
@@ -249,6 +275,8 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
         else:
             best = tf.argmax(target_q_values, axis=-1, output_type=tf.int32)
             target_value = tf.reduce_max(target_q_values, axis=-1)
+        if q_value is None:
+            q_value = tf.zeros_like(target_value)
         return PolicyStep(action=self._to_action(best),
                           state=state,
                           info=DqnInfo(

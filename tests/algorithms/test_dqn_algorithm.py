@@ -158,6 +158,36 @@ def test_double_q_uses_online_argmax():
         tf.reduce_max(tq, -1), rtol=1e-6)
 
 
+@pytest.mark.parametrize('double_q', [True, False])
+def test_bootstrap_step_is_train_steps_target_without_online_q(double_q):
+    env = TFPyEnvironment(PolicyUnittestEnv(8, 5))
+    set_random_seed(2)
+    alg = _make_dqn(env, use_double_q=double_q)
+    for v in alg._target_q_network.variables:
+        v.assign(v + tf.random.normal(v.shape))
+    exp, _ = _collect(alg, env, env.reset(), 1)
+    exp = tf.nest.map_structure(lambda x: x[:, 0], exp)
+    full = alg.train_step(exp, ())
+    calls = []
+    online = alg._q_network
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return online(*args, **kwargs)
+
+    alg._q_network = counted
+    try:
+        boot = alg.bootstrap_step(exp, ())
+    finally:
+        alg._q_network = online
+    # The online network runs only to pick double Q-learning's action.
+    assert len(calls) == (1 if double_q else 0)
+    np.testing.assert_allclose(boot.info.target_value,
+                               full.info.target_value, rtol=1e-6)
+    np.testing.assert_array_equal(boot.action, full.action)
+    np.testing.assert_array_equal(boot.info.q_value, np.zeros(8))
+
+
 @pytest.mark.parametrize('spec', [
     BoundedTensorSpec((1, ), tf.float32, 0., 1.),
     BoundedTensorSpec((2, ), tf.int64, 0, 1),
