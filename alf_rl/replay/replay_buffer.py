@@ -133,6 +133,19 @@ def _interleave(frames: List[tf.Tensor]) -> tf.Tensor:
     return tf.bitcast(packed, tf.uint8)
 
 
+def _check_data_spec(data_spec, data_name):
+    """Every leaf a ``tf.TensorSpec`` of a fully defined shape, or a
+    ``ValueError`` naming its path."""
+    for path, spec in nest_utils.flatten_with_path(data_spec, data_name):
+        if not isinstance(spec, tf.TensorSpec):
+            raise ValueError("%s: expected a tf.TensorSpec in data_spec, "
+                             "got %r" % (path, spec))
+        if not spec.shape.is_fully_defined():
+            raise ValueError("%s: the spec's shape %s must be fully "
+                             "defined to allocate the buffer" %
+                             (path, spec.shape))
+
+
 def _deps(*ops):
     return [op for op in ops if op is not None]
 
@@ -193,14 +206,7 @@ class ReplayBuffer(tf.Module):
                 "capacity is the total over environments, split evenly "
                 "(capacity // num_environments steps each)" %
                 (capacity, num_environments))
-        for path, spec in nest_utils.flatten_with_path(data_spec, data_name):
-            if not isinstance(spec, tf.TensorSpec):
-                raise ValueError("%s: expected a tf.TensorSpec in data_spec, "
-                                 "got %r" % (path, spec))
-            if not spec.shape.is_fully_defined():
-                raise ValueError("%s: the spec's shape %s must be fully "
-                                 "defined to allocate the buffer" %
-                                 (path, spec.shape))
+        _check_data_spec(data_spec, data_name)
         # Bypass tf.Module's attribute tracking, which would wrap the spec's
         # (named)tuples into _TupleWrapper and break structure checks.
         object.__setattr__(self, '_data_spec', data_spec)
@@ -208,43 +214,15 @@ class ReplayBuffer(tf.Module):
         self._num_envs = num_environments
         self._max_length = capacity // num_environments
         self._device = device
-        flat_paths = [
-            path for path, _ in nest_utils.flatten_with_path(
-                data_spec, data_name)
-        ]
         self._stack_index = None
         self._num_frames = 1
         if frame_stack is not None:
-            self._stack_index, self._step_type_index = (
-                self._check_frame_stack(flat_paths, frame_stack,
-                                        step_type_path))
-            self._num_frames = tf.nest.flatten(
-                data_spec)[self._stack_index].shape[-1]
+            self._check_frame_stack(frame_stack, step_type_path)
         # Frames of ``frame_stack`` live in a longer ring: the N - 1 steps
         # before the oldest stored one are kept for its stack.
         self._frame_length = self._max_length + self._num_frames - 1
         with tf.device(device), tf.name_scope(name):
-            # Stored flat, slot env * max_length + (position % max_length):
-            # gathers and scatters along axis 0 of a variable are
-            # ResourceGather/ResourceScatterNdUpdate, which XLA compiles
-            # (a 2-D ResourceGatherNd it does not).
-            self._flat_data = []
-            for i, spec in enumerate(tf.nest.flatten(data_spec)):
-                shape = [self._num_envs * self._max_length
-                         ] + spec.shape.as_list()
-                if i == self._stack_index:
-                    shape = [self._num_envs * self._frame_length
-                             ] + spec.shape[:-1].as_list()
-                self._flat_data.append(
-                    tf.Variable(tf.zeros(shape, spec.dtype),
-                                trainable=False,
-                                name='data_%d' % i))
-            if self._stack_index is not None:
-                # Whether the step whose frame is in a slot began an episode.
-                self._frame_first = tf.Variable(
-                    tf.zeros([self._num_envs * self._frame_length], tf.bool),
-                    trainable=False,
-                    name='frame_first')
+            self._create_data_variables()
             self._start = tf.Variable(tf.zeros([self._num_envs], tf.int64),
                                       trainable=False,
                                       name='start')
@@ -257,10 +235,38 @@ class ReplayBuffer(tf.Module):
                 gen = tf.random.Generator.from_seed(seed)
             self._generator = gen
 
-    def _check_frame_stack(self, flat_paths, frame_stack, step_type_path):
-        """Indices of the ``frame_stack`` and step-type leaves, checked."""
+    def _create_data_variables(self):
+        """One variable per leaf of ``data_spec``, stored flat: slot
+        ``env * max_length + position % max_length`` (gathers and scatters
+        along axis 0 of a variable are ResourceGather/ResourceScatterNdUpdate,
+        which XLA compiles; a 2-D ResourceGatherNd it does not). The
+        ``frame_stack`` leaf keeps one frame per slot of its longer ring,
+        with a flag for the steps that began an episode."""
+        self._flat_data = []
+        for i, spec in enumerate(tf.nest.flatten(self._data_spec)):
+            shape = [self._num_envs * self._max_length] + spec.shape.as_list()
+            if i == self._stack_index:
+                shape = [self._num_envs * self._frame_length
+                         ] + spec.shape[:-1].as_list()
+            self._flat_data.append(
+                tf.Variable(tf.zeros(shape, spec.dtype),
+                            trainable=False,
+                            name='data_%d' % i))
+        if self._stack_index is not None:
+            self._frame_first = tf.Variable(
+                tf.zeros([self._num_envs * self._frame_length], tf.bool),
+                trainable=False,
+                name='frame_first')
+
+    def _check_frame_stack(self, frame_stack, step_type_path):
+        """Finds and checks the ``frame_stack`` and step-type leaves; sets
+        ``_stack_index``, ``_step_type_index`` and ``_num_frames``."""
         if step_type_path is None:
             step_type_path = self._data_name + '.step_type'
+        flat_paths = [
+            path for path, _ in nest_utils.flatten_with_path(
+                self._data_spec, self._data_name)
+        ]
         specs = tf.nest.flatten(self._data_spec)
         for path in (frame_stack, step_type_path):
             if path not in flat_paths:
@@ -283,7 +289,9 @@ class ReplayBuffer(tf.Module):
                 "got %s %s" % (self.name, step_type_path,
                                specs[step_type].shape,
                                specs[step_type].dtype.name))
-        return stack, step_type
+        self._stack_index = stack
+        self._step_type_index = step_type
+        self._num_frames = shape[-1]
 
     # ---------------------------------------------------------------- config
     @property
@@ -386,6 +394,35 @@ class ReplayBuffer(tf.Module):
             tf.errors.InvalidArgumentError: (at run time) if ``env_ids`` has
                 duplicates or values out of range.
         """
+        env_ids = self._check_add_args(batch, env_ids)
+        with tf.device(self._device), tf.name_scope(self.name):
+            env_ids = tf.cast(env_ids, tf.int64)
+            checks = _deps(
+                runtime_check(
+                    tf.reduce_all((env_ids >= 0)
+                                  & (env_ids < self._num_envs)),
+                    '%s.add_batch: env_ids must lie in [0, %d); got' %
+                    (self.name, self._num_envs), env_ids),
+                runtime_check(
+                    tf.equal(tf.size(tf.unique(env_ids).y), tf.size(env_ids)),
+                    '%s.add_batch: each environment may appear at most once '
+                    'per call; got env_ids' % self.name, env_ids))
+            with tf.control_dependencies(checks):
+                positions = tf.gather(self._end, env_ids)
+            checks = self._write(env_ids, positions, tf.nest.flatten(batch))
+            with tf.control_dependencies(checks):
+                new_end = positions + 1
+            self._end.scatter_nd_update(env_ids[:, None], new_end)
+            self._start.scatter_nd_update(
+                env_ids[:, None],
+                tf.maximum(tf.gather(self._start, env_ids),
+                           new_end - self._max_length))
+            self._after_add(env_ids, positions)
+        return positions
+
+    def _check_add_args(self, batch, env_ids):
+        """``add_batch``'s trace-time checks; returns ``env_ids`` as a
+        tensor."""
         nest_utils.check_nest_matches_spec(
             batch,
             self._data_spec,
@@ -405,47 +442,30 @@ class ReplayBuffer(tf.Module):
                     "%s: has batch size %d but env_ids has %d entries; "
                     "add_batch writes row i to environment env_ids[i]" %
                     (path, b, n))
-        with tf.device(self._device), tf.name_scope(self.name):
-            env_ids = tf.cast(env_ids, tf.int64)
-            checks = _deps(
-                runtime_check(
-                    tf.reduce_all((env_ids >= 0)
-                                  & (env_ids < self._num_envs)),
-                    '%s.add_batch: env_ids must lie in [0, %d); got' %
-                    (self.name, self._num_envs), env_ids),
-                runtime_check(
-                    tf.equal(tf.size(tf.unique(env_ids).y), tf.size(env_ids)),
-                    '%s.add_batch: each environment may appear at most once '
-                    'per call; got env_ids' % self.name, env_ids))
-            with tf.control_dependencies(checks):
-                positions = tf.gather(self._end, env_ids)
-            indices = self._slots(env_ids, positions)[:, None]
-            flat = tf.nest.flatten(batch)
-            for i, (var, value) in enumerate(zip(self._flat_data, flat)):
-                if i == self._stack_index:
-                    frame_slots = self._frame_slots(env_ids, positions)
-                    var.scatter_nd_update(frame_slots[:, None],
-                                          value[..., -1])
-                    self._frame_first.scatter_nd_update(
-                        frame_slots[:, None],
-                        tf.equal(flat[self._step_type_index],
-                                 tf.cast(StepType.FIRST,
-                                         flat[self._step_type_index].dtype)))
-                else:
-                    var.scatter_nd_update(indices, value)
-            checks = []
-            if self._stack_index is not None:
-                checks = self._check_stacks(env_ids, positions,
-                                            flat[self._stack_index])
-            with tf.control_dependencies(checks):
-                new_end = positions + 1
-            self._end.scatter_nd_update(env_ids[:, None], new_end)
-            self._start.scatter_nd_update(
-                env_ids[:, None],
-                tf.maximum(tf.gather(self._start, env_ids),
-                           new_end - self._max_length))
-            self._after_add(env_ids, positions)
-        return positions
+        return env_ids
+
+    def _write(self, env_ids, positions, flat):
+        """Scatters the leaves ``flat`` ([B, ...] each) to ``positions``
+        [B] of ``env_ids`` [B]; the ``frame_stack`` leaf as its newest frame.
+
+        Returns:
+            The run-time checks of the written stacks (ops, possibly none).
+        """
+        indices = self._slots(env_ids, positions)[:, None]
+        for i, (var, value) in enumerate(zip(self._flat_data, flat)):
+            if i != self._stack_index:
+                var.scatter_nd_update(indices, value)
+        if self._stack_index is None:
+            return []
+        step_type = flat[self._step_type_index]
+        frame_slots = self._frame_slots(env_ids, positions)[:, None]
+        self._flat_data[self._stack_index].scatter_nd_update(
+            frame_slots, flat[self._stack_index][..., -1])
+        self._frame_first.scatter_nd_update(
+            frame_slots,
+            tf.equal(step_type, tf.cast(StepType.FIRST, step_type.dtype)))
+        return self._check_stacks(env_ids, positions,
+                                  flat[self._stack_index])
 
     def _check_stacks(self, env_ids, positions, stacks):
         """Fails unless the just-written ``stacks`` [B, ..., N] are what the
