@@ -40,8 +40,9 @@ class OffPolicyTrainer(Trainer):
             ``initial_collect_steps``, ``num_updates_per_train_step``,
             ``mini_batch_size``, ``mini_batch_length``,
             ``replay_buffer_capacity``, ``clear_replay_buffer``,
-            ``prioritized_replay``, ``replay_frame_stack``, ``strategy`` (then ``mini_batch_size``
-            must be a multiple of the number of replicas).
+            ``prioritized_replay``, ``replay_frame_stack``, ``strategy``
+            (then ``mini_batch_size`` must be a multiple of the number of
+            replicas).
     """
 
     def _create_driver(self):
