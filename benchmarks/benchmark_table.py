@@ -45,7 +45,18 @@ Two steps, so that no figure in the table is typed by hand:
    ``<!-- benchmark-table:end -->`` of FILE (atomically); ``--check FILE``
    exits 1 when FILE's table differs from what the records give.
 
-``--records DIR`` (both steps) reads and writes records elsewhere than
+A third command reads runs directly, for the scores a page quotes at
+given points of a long run (e.g. Atari's game score at 1M and 2M steps)::
+
+    python benchmarks/benchmark_table.py points --metric GameScore \
+        --source train --at 1M,2M ~/runs/pong_ppo
+
+It prints a markdown table, a row per run: its seed, the value at each
+``--at`` step (the last point at or before it, within 1%, with that
+point's step; ``not yet`` when the run has not reached the step), the
+last point and the wall time so far.
+
+``--records DIR`` (collect, table) reads and writes records elsewhere than
 ``docs/benchmarks/records`` of this repository. A mistake (a run dir
 without event files, a missing metric, a bad flag, no records, missing
 markers) prints one line naming the value and exits 2.
@@ -537,6 +548,71 @@ def _read_text(path: str) -> str:
         raise UsageError('%s: cannot be read (%s)' % (path, e.strerror))
 
 
+def parse_steps(text: str) -> List[int]:
+    """``'250k,1M,2.5e6'`` -> ``[250000, 1000000, 2500000]``.
+
+    Raises:
+        UsageError: for an empty list or an item that is not a positive
+            number (with an optional ``k``/``M`` suffix).
+    """
+    steps = []
+    for item in text.split(','):
+        item = item.strip()
+        scale = {'k': 1e3, 'M': 1e6}.get(item[-1:], 1)
+        try:
+            value = float(item[:-1] if scale != 1 else item) * scale
+        except ValueError:
+            value = -1
+        if not value > 0:
+            raise UsageError("--at: %r is not a positive env step count "
+                             "(e.g. 250k, 1M, 2000000)" % item)
+        steps.append(int(round(value)))
+    return steps
+
+
+def point_cell(curve: Sequence[Tuple[int, float]], step: int) -> str:
+    """The ``points`` cell of ``curve`` ([(env steps, value)], ascending)
+    at ``step``: the last point at or before it as ``value (at steps)``
+    (a point up to 1% past ``step`` counts as at it: a 1M-step run's last
+    evaluation may come at 997k or 1,000,472), or ``not yet`` when the
+    curve ends more than 1% before ``step``."""
+    if curve[-1][0] < 0.99 * step:
+        return 'not yet'
+    at = [(s, v) for s, v in curve if s <= 1.01 * step]
+    if not at:
+        return 'none yet'
+    return '%s (at %s)' % (format_value(at[-1][1]), format_steps(at[-1][0]))
+
+
+def points_table(run_dirs: Sequence[str], metric: str, source: str,
+                 steps: Sequence[int]) -> str:
+    """The ``points`` command's markdown table (see the module docstring).
+
+    Args:
+        run_dirs: alf-train root dirs.
+        metric: e.g. ``'GameScore'``.
+        source: ``'eval'`` or ``'train'``.
+        steps: env step counts, one column each.
+    Returns:
+        The table, ending with a newline.
+    """
+    lines = ['| run | seed | %s | last | wall time |' % ' | '.join(
+        format_steps(s) for s in steps),
+             '| --- | --- | %s | --- | --- |' % ' | '.join('---'
+                                                         for _ in steps)]
+    for run_dir in run_dirs:
+        curve = read_metric_curve(run_dir, metric, source)
+        wall, _ = training_wall_secs(run_dir, metric, source)
+        seed = read_seed(run_dir)
+        lines.append('| %s | %s | %s | %s (at %s) | %s |' % (
+            _cell(os.path.basename(os.path.normpath(run_dir))),
+            '-' if seed is None else seed,
+            ' | '.join(point_cell(curve, s) for s in steps),
+            format_value(curve[-1][1]), format_steps(curve[-1][0]),
+            format_duration(wall)))
+    return '\n'.join(lines) + '\n'
+
+
 def run_table(args: argparse.Namespace) -> int:
     """The ``table`` command: prints, writes (``--write``) or checks
     (``--check``) the table; returns the exit code (1: check failed)."""
@@ -577,7 +653,8 @@ def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog='benchmark_table.py',
                 description=__doc__.split('\n')[0])
     sub = p.add_subparsers(dest='command', required=True,
-                           metavar='{collect,table}', parser_class=_Parser)
+                           metavar='{collect,table,points}',
+                           parser_class=_Parser)
     c = sub.add_parser('collect', help='Event files of runs -> a record.')
     c.add_argument('--name', required=True, help='Record name (file name).')
     c.add_argument('--task', required=True, help="E.g. 'Hopper-v5'.")
@@ -599,6 +676,14 @@ def _parser() -> argparse.ArgumentParser:
                      help='Replace the table between the markers of FILE.')
     out.add_argument('--check', metavar='FILE',
                      help="Exit 1 when FILE's table differs.")
+    q = sub.add_parser('points', help='Runs -> values at given env steps.')
+    q.add_argument('--metric', default='AverageReturn',
+                   help='Metrics_vs_EnvironmentSteps/<metric> is read.')
+    q.add_argument('--source', default='eval', choices=sorted(SOURCES),
+                   help='eval: greedy evaluation; train: training episodes.')
+    q.add_argument('--at', required=True, help="Env steps, e.g. '1M,2M'.")
+    q.add_argument('run_dirs', nargs='+', metavar='RUN_DIR',
+                   help='alf-train root dirs.')
     return p
 
 
@@ -616,13 +701,18 @@ def _report_record(record: Dict[str, Any], path: str) -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Runs ``collect`` or ``table``; returns the exit code (0; 1: a
-    ``--check`` found a difference; 2: a mistake, printed as one line)."""
+    """Runs ``collect``, ``table`` or ``points``; returns the exit code
+    (0; 1: a ``--check`` found a difference; 2: a mistake, printed as one
+    line)."""
     try:
         args = _parser().parse_args(argv)
         if args.command == 'collect':
             record = collect(args)
             _report_record(record, write_record(args.records, record))
+            return 0
+        if args.command == 'points':
+            print(points_table(args.run_dirs, args.metric, args.source,
+                               parse_steps(args.at)), end='')
             return 0
         return run_table(args)
     except UsageError as e:

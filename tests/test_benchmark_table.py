@@ -262,3 +262,45 @@ def test_the_readme_table_is_what_the_committed_records_give():
     readme = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..',
                           'README.md')
     assert bt.main(['table', '--check', readme]) == 0
+
+
+def test_points_table_values_at_steps_last_and_wall(runs, capsys):
+    code = bt.main(['points', '--source', 'train', '--at', '2k,4k',
+                    runs['seed0'], runs['seed1']])
+    assert code == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == '| run | seed | 2k | 4k | last | wall time |'
+    # seed0: 25 replaced 30 at 2000 on resume; it ended at 3000 (4k not
+    # reached); 220 s (4 min) over its two processes. seed1: no elapsed_secs, so
+    # the time from its first to its last point, 30 s.
+    assert lines[2] == ('| seed0 | 0 | 25.0 (at 2k) | not yet | 20.0 (at 3k) '
+                        '| 4 min |')
+    assert lines[3] == ('| seed1 | 1 | 15.0 (at 2k) | 35.0 (at 4k) | '
+                        '35.0 (at 4k) | 30 s |')
+    assert len(lines) == 4
+
+
+@pytest.mark.parametrize('text, steps', [('250k,1M', [250000, 1000000]),
+                                         ('2.5e6', [2500000]),
+                                         ('1500', [1500])])
+def test_parse_steps(text, steps):
+    assert bt.parse_steps(text) == steps
+
+
+def test_points_mistakes_are_one_line(runs, capsys):
+    assert bt.main(['points', '--at', '1M,x', runs['seed0']]) == 2
+    assert "'x' is not a positive env step count" in capsys.readouterr().err
+    assert bt.main(['points', '--at', '1M', '--metric', 'GameScore',
+                    runs['seed0']]) == 2
+    err = capsys.readouterr().err
+    assert 'no scalar Metrics_vs_EnvironmentSteps/GameScore' in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_point_cell_counts_points_within_one_percent():
+    curve = [(250000, 1.0), (500000, 2.0), (997403, 3.0), (1000472, 4.0)]
+    assert bt.point_cell(curve, 1000000) == '4 (at 1M)'
+    assert bt.point_cell(curve[:3], 1000000) == '3 (at 1M)'
+    assert bt.point_cell(curve[:2], 1000000) == 'not yet'
+    assert bt.point_cell(curve, 400000) == '1 (at 250k)'
+    assert bt.point_cell(curve, 100000) == 'none yet'
