@@ -203,3 +203,18 @@ def test_constructor_errors_name_the_leaf():
     with pytest.raises(ValueError, match='must be a \\[\\] integer'):
         ReplayBuffer(_spec(), 1, 10, frame_stack='experience.observation',
                      step_type_path='experience.reward')
+
+
+def test_replay_memory_benchmark_runs_small(capsys):
+    import importlib.util
+    import os
+    path = os.path.join(os.path.dirname(__file__), '..', '..', 'benchmarks',
+                        'replay_memory.py')
+    spec = importlib.util.spec_from_file_location('replay_memory', path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.main(['--capacity', '2000', '--fill', '300'])
+    out = capsys.readouterr().out
+    assert 'frame_stack buffer of 2000 transitions' in out
+    assert '(7077 B per transition)' in out
+    assert 'get_batch(32, 2)' in out
