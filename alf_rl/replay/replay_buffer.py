@@ -503,15 +503,15 @@ class ReplayBuffer(tf.Module):
         """
         frames_var = self._flat_data[self._stack_index]
         source = positions
-        frames = [tf.gather(frames_var, self._frame_slots(env_ids, source))]
+        slots = self._frame_slots(env_ids, source)
+        frames = [tf.gather(frames_var, slots)]
         for _ in range(self._num_frames - 1):
             # Step back unless the source step began an episode (or is the
             # first step ever added): then its frame pads the stack.
-            first = tf.gather(self._frame_first,
-                              self._frame_slots(env_ids, source))
+            first = tf.gather(self._frame_first, slots)
             source = tf.where(first | (source <= 0), source, source - 1)
-            frames.append(
-                tf.gather(frames_var, self._frame_slots(env_ids, source)))
+            slots = self._frame_slots(env_ids, source)
+            frames.append(tf.gather(frames_var, slots))
         return _interleave(frames[::-1])
 
     def _after_add(self, env_ids, positions):
