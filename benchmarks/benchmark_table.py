@@ -721,4 +721,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == '__main__':
+    from alf_rl.bin.quiet import import_tensorflow
+    import_tensorflow(start_runtime=False)
     sys.exit(main())
