@@ -53,7 +53,7 @@ when it sees the environment's observation (no encoder, no goal).
 """
 
 import inspect
-from typing import Any, Callable, List, NamedTuple, Optional, Union
+from typing import Any, Callable, List, NamedTuple, Optional, Tuple, Union
 
 import gin
 import tensorflow as tf
@@ -321,6 +321,26 @@ class Agent(OnPolicyAlgorithm):
             observation = (observation, goal)
         return observation
 
+    def rl_policy_input(self, time_step: TimeStep,
+                        state: AgentState) -> Tuple[TimeStep, AlgStep]:
+        """What the RL algorithm's policy sees at ``predict``.
+
+        Used by ``predict`` and by the stochastic policy export, which
+        samples from the RL algorithm's actor on this observation.
+
+        Args:
+            time_step: ``TimeStep`` with [B, ...] leaves (transformed).
+            state: ``AgentState`` matching ``predict_state_spec``.
+        Returns:
+            ``(time_step with the RL algorithm's observation (the
+            encoder's [B, D] features, or the observation, paired with
+            the goal when there is a goal generator), the goal
+            generator's predict AlgStep (empty without one))``.
+        """
+        goal_step = self._goal_step('predict', time_step, state.goal)
+        return time_step._replace(observation=self._rl_observation(
+            time_step.observation, goal_step.output)), goal_step
+
     def predict(self, time_step: TimeStep, state: AgentState) -> PolicyStep:
         """Encoder, goal generator and the RL algorithm's ``predict``.
 
@@ -331,10 +351,8 @@ class Agent(OnPolicyAlgorithm):
             ``PolicyStep(action, AgentState(rl, (), goal), AgentInfo(rl,
             goal=...))``.
         """
-        goal_step = self._goal_step('predict', time_step, state.goal)
-        rl_step = self._rl_algorithm.predict(
-            time_step._replace(observation=self._rl_observation(
-                time_step.observation, goal_step.output)), state.rl)
+        rl_time_step, goal_step = self.rl_policy_input(time_step, state)
+        rl_step = self._rl_algorithm.predict(rl_time_step, state.rl)
         return PolicyStep(action=rl_step.action,
                           state=AgentState(rl=rl_step.state,
                                            goal=goal_step.state),

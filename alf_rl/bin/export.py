@@ -66,7 +66,8 @@ def export(root_dir: str, out: str, export_format: str = 'both',
     from alf_rl.bin.play import restore_run
     from alf_rl.export import export_policy, output_paths
     output_paths(out, export_format)  # checks the format before restoring
-    env, algorithm = restore_run(root_dir, gin_params=gin_params)
+    env, algorithm = restore_run(root_dir, gin_params=gin_params,
+                                 prog='alf-export')
     env.close()
     paths = export_policy(algorithm, out, export_format, stochastic)
     for path in paths:

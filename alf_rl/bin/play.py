@@ -150,8 +150,8 @@ def play(root_dir: str, num_episodes: int = 5,
 
 def restore_run(root_dir: str, render: bool = False,
                 gin_params: Sequence[str] = (), max_episode_steps: int = 0,
-                seed: int = 0, restore_algorithm: bool = True
-                ) -> Tuple[Any, Any]:
+                seed: int = 0, restore_algorithm: bool = True,
+                prog: str = 'alf-play') -> Tuple[Any, Any]:
     """Parses a run's config; builds one environment and the algorithm.
 
     Args:
@@ -162,6 +162,7 @@ def restore_run(root_dir: str, render: bool = False,
         seed: seed of the environment (and of TensorFlow, numpy, Python).
         restore_algorithm: build the algorithm and restore the newest
             checkpoint of ``root_dir/ckpt`` (else the algorithm is None).
+        prog: the command named in the "restored" line.
 
     Returns:
         ``(environment with batch size 1, algorithm or None)``.
@@ -204,7 +205,7 @@ def restore_run(root_dir: str, render: bool = False,
         raise CheckpointError("no checkpoint in %s" % ckpt_dir)
     checkpointer = Checkpointer(ckpt_dir, algorithm=algorithm)
     path = checkpointer.restore()
-    print('alf-play: restored %s' % path)
+    print('%s: restored %s' % (prog, path))
     return env, algorithm
 
 

@@ -95,12 +95,34 @@ def _actor_network(algorithm: Any) -> Any:
     return network
 
 
+def _mid_time_step(algorithm: Any, observation: Nest) -> TimeStep:
+    """A MID ``TimeStep`` of ``observation`` (zero reward and previous
+    action), as an exported policy's functions see every step.
+
+    Args:
+        algorithm: the algorithm (for its action spec).
+        observation: nest of [B, ...] observations.
+    Returns:
+        ``TimeStep`` with [B, ...] leaves.
+    """
+    batch = tf.shape(tf.nest.flatten(observation)[0])[0]
+    return TimeStep(
+        step_type=tf.fill([batch], StepType.MID),
+        reward=tf.zeros([batch]),
+        discount=tf.ones([batch]),
+        observation=observation,
+        prev_action=alf_specs.zeros_from_spec(algorithm.action_spec, [batch]),
+        env_id=tf.zeros([batch], tf.int32))
+
+
 def action_distribution(algorithm: Any, observation: Nest,
                         state: Nest) -> Tuple[Nest, Nest]:
     """The actor's action distributions and the next predict state.
 
     Args:
-        algorithm: an actor-critic (A2C, PPO, TRAC) or SAC algorithm.
+        algorithm: an actor-critic (A2C, PPO, TRAC) or SAC algorithm, or an
+            ``Agent`` wrapping one (its encoder and goal generator run
+            first, as in its ``predict``).
         observation: nest of [B, ...] transformed observations.
         state: the predict state nest, [B, ...] leaves.
     Returns:
@@ -109,6 +131,12 @@ def action_distribution(algorithm: Any, observation: Nest,
         ValueError: the algorithm has no actor network, or its actor is
             deterministic (DDPG, TD3).
     """
+    if hasattr(algorithm, 'rl_policy_input'):  # an Agent
+        time_step, goal_step = algorithm.rl_policy_input(
+            _mid_time_step(algorithm, observation), state)
+        dist, rl_state = action_distribution(algorithm.rl_algorithm,
+                                             time_step.observation, state.rl)
+        return dist, state._replace(rl=rl_state, goal=goal_step.state)
     network = _actor_network(algorithm)
     if hasattr(state, 'actor'):
         dist, actor_state = network(observation, state=state.actor)
@@ -215,16 +243,8 @@ class ExportedPolicy(tf.Module):
             [inputs[n] for n, _ in self._observations])
         state = tf.nest.pack_sequence_as(
             algorithm.predict_state_spec, [inputs[n] for n, _ in self._states])
-        batch = tf.shape(inputs[self._observations[0][0]])[0]
-        time_step = TimeStep(
-            step_type=tf.fill([batch], StepType.MID),
-            reward=tf.zeros([batch]),
-            discount=tf.ones([batch]),
-            observation=observation,
-            prev_action=alf_specs.zeros_from_spec(algorithm.action_spec,
-                                                  [batch]),
-            env_id=tf.zeros([batch], tf.int32))
-        time_step = algorithm.transform_timestep(time_step)
+        time_step = algorithm.transform_timestep(
+            _mid_time_step(algorithm, observation))
         if self._stochastic:
             dist, next_state = action_distribution(
                 algorithm, time_step.observation, state)

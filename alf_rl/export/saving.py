@@ -62,7 +62,8 @@ def convert_to_tflite(saved_model_dir: str, path: str) -> str:
     except Exception as e:  # the converter raises ConverterError et al.
         text = ' '.join(str(e).split())
         raise ValueError("the policy does not convert to TFLite with builtin "
-                         "ops only: %s" % text[:600]) from None
+                         "ops only (--format saved_model exports it without "
+                         "TFLite): %s" % text[:600]) from None
     with open(path, 'wb') as f:
         f.write(content)
     return path

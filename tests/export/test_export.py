@@ -5,7 +5,9 @@ export must reproduce whatever the weights are), exported once per module
 (TFLite conversion takes seconds). Kinds: categorical (PPO with a nested
 observation and a fitted observation normalizer), discrete SAC, normal
 (PPO), tanh-normal (SAC), deterministic actors (DDPG, TD3), Q-argmax (DQN),
-LSTM (PPO with recurrent actor and value networks).
+LSTM (PPO with recurrent actor and value networks), and two ``Agent``s:
+PPO behind a convolutional encoder of uint8 images (the Atari layout), and
+PPO with a ``SkillGenerator`` whose skill is a state input.
 """
 
 import functools
@@ -18,15 +20,17 @@ import tensorflow_probability as tfp
 import tf_keras
 
 from alf_rl import specs
-from alf_rl.algorithms import (DdpgAlgorithm, DqnAlgorithm, PPOAlgorithm,
-                               PPOLoss, SacAlgorithm, Td3Algorithm)
+from alf_rl.algorithms import (Agent, DdpgAlgorithm, DqnAlgorithm,
+                               PPOAlgorithm, PPOLoss, SacAlgorithm,
+                               SkillGenerator, Td3Algorithm)
 from alf_rl.data_structures import StepType, TimeStep
 from alf_rl.export import (LoadedPolicy, action_distribution, export_policy,
                            noise_kinds, output_paths, sample_with_noise)
 from alf_rl.networks import (ActorDistributionNetwork,
                              CategoricalProjectionNetwork,
                              ActorDistributionRnnNetwork, ActorNetwork,
-                             CriticNetwork, NormalProjectionNetwork,
+                             CriticNetwork, EncodingNetwork,
+                             NormalProjectionNetwork,
                              QNetwork, ValueNetwork, ValueRnnNetwork)
 from alf_rl.utils.normalizers import StreamingMeanVarNormalizer
 
@@ -37,6 +41,8 @@ CONTINUOUS = specs.BoundedTensorSpec([2], tf.float32, -2.0, 1.0)
 FLAT_OBS = specs.TensorSpec([4], tf.float32)
 NESTED_OBS = {'pos': specs.TensorSpec([3], tf.float32),
               'vel': specs.TensorSpec([2], tf.float32)}
+IMAGE_OBS = specs.BoundedTensorSpec([10, 10, 2], tf.uint8, 0, 255)
+NUM_SKILLS = 3
 
 
 def _ppo(obs, act, recurrent=False, normalizer=False):
@@ -86,6 +92,23 @@ def _dqn(obs, act):
         QNetwork, fc_layer_params=HIDDEN))
 
 
+def _rl_ppo(observation_spec, action_spec):
+    return _ppo(observation_spec, action_spec)
+
+
+def _agent_with_encoder(obs, act):
+    encoder = functools.partial(EncodingNetwork,
+                                conv_layer_params=((4, 3, 2), ),
+                                fc_layer_params=HIDDEN)
+    return Agent(obs, act, rl_algorithm_ctor=_rl_ppo,
+                 encoding_network_ctor=encoder)
+
+
+def _agent_with_skills(obs, act):
+    return Agent(obs, act, rl_algorithm_ctor=_rl_ppo,
+                 goal_generator=SkillGenerator(num_skills=NUM_SKILLS))
+
+
 # name: (builder, observation spec, action spec, stochastic exportable,
 #        convert to TFLite)
 KINDS = {
@@ -100,14 +123,21 @@ KINDS = {
     'dqn': (_dqn, FLAT_OBS, DISCRETE, False, True),
     'lstm': (functools.partial(_ppo, recurrent=True), FLAT_OBS, DISCRETE,
              False, True),
+    'agent_encoder': (_agent_with_encoder, IMAGE_OBS, DISCRETE, True, True),
+    'agent_skills': (_agent_with_skills, FLAT_OBS, CONTINUOUS, True, False),
 }
 
 
 def _observations(obs_spec, seed, batch=BATCH):
     rng = np.random.RandomState(seed)
-    return tf.nest.map_structure(
-        lambda s: (3 * rng.randn(batch, *s.shape.as_list()) + 1).astype(
-            np.float32), obs_spec)
+
+    def sample(s):
+        shape = [batch] + s.shape.as_list()
+        if s.dtype == tf.uint8:
+            return rng.randint(0, 256, size=shape).astype(np.uint8)
+        return (3 * rng.randn(*shape) + 1).astype(np.float32)
+
+    return tf.nest.map_structure(sample, obs_spec)
 
 
 def _flat_inputs(obs):
@@ -225,7 +255,8 @@ def _noise(policy, seed):
 
 
 @pytest.mark.parametrize('kind', ['categorical', 'discrete_sac', 'normal',
-                                  'tanh_normal'])
+                                  'tanh_normal', 'agent_encoder',
+                                  'agent_skills'])
 def test_stochastic_export_equals_library_sample(exported, kind):
     e = exported(kind)
     alg = e.alg
@@ -239,15 +270,16 @@ def test_stochastic_export_equals_library_sample(exported, kind):
     expected = specs.cast_and_clip_to_spec(
         sample_with_noise(dist, [tf.constant(noise[n]) for n in noise]),
         alg.action_spec).numpy()
-    got = e.stochastic(**_flat_inputs(obs), **noise)['action'].numpy()
+    inputs = dict(_flat_inputs(obs), **e.saved.initial_state(BATCH))
+    got = e.stochastic(**inputs, **noise)['action'].numpy()
     if got.dtype.kind == 'f':
         np.testing.assert_allclose(got, expected, rtol=0, atol=1e-6)
     else:
         np.testing.assert_array_equal(got, expected)
-    greedy = e.saved(**_flat_inputs(obs))['action'].numpy()
+    greedy = e.saved(**inputs)['action'].numpy()
     assert not np.array_equal(got, greedy)  # the noise is used
     if e.stochastic_tflite is not None:
-        lite = e.stochastic_tflite(**_flat_inputs(obs), **noise)['action']
+        lite = e.stochastic_tflite(**inputs, **noise)['action']
         np.testing.assert_allclose(lite, got, rtol=0, atol=1e-5)
 
 
@@ -338,3 +370,39 @@ def test_loading_a_missing_or_foreign_path_is_a_clear_error(tmp_path):
         LoadedPolicy(str(tmp_path / 'nope'))
     with pytest.raises(ValueError, match='without saved_model.pb'):
         LoadedPolicy(str(tmp_path))
+
+
+def test_agent_skill_is_a_state_input(exported):
+    # A skill policy leaves with its skill as the ``state_goal`` input: the
+    # one-hot skill fed there is the one the RL policy is conditioned on
+    # (and comes back unchanged: exported steps are MID steps).
+    e = exported('agent_skills')
+    alg = e.alg
+    assert e.saved.state_names == ['state_goal']
+    obs = _observations(e.obs_spec, 6)
+    actions = []
+    for k in range(NUM_SKILLS):
+        skill = np.eye(NUM_SKILLS, dtype=np.float32)[[k] * BATCH]
+        state = alg.get_initial_predict_state(BATCH)._replace(
+            goal=tf.constant(skill))
+        expected = e.predict(_time_step(alg, obs), state).action.numpy()
+        out = e.saved(**_flat_inputs(obs), state_goal=skill)
+        np.testing.assert_array_equal(out['action'], expected)
+        np.testing.assert_array_equal(out['state_goal'], skill)
+        actions.append(expected)
+    assert np.abs(actions[0] - actions[1]).max() > 1e-4
+
+
+def test_agent_skill_policy_is_not_tflite_convertible(exported, tmp_path):
+    # The skill draw at FIRST uses stateless random ops outside TFLite's
+    # builtins: a clear refusal that names the way out.
+    with pytest.raises(ValueError, match='--format saved_model'):
+        export_policy(exported('agent_skills').alg, str(tmp_path / 'p'),
+                      'tflite')
+
+
+def test_agent_encoder_export_reads_uint8_images(exported):
+    e = exported('agent_encoder')
+    assert e.saved.input_spec('observation') == ([10, 10, 2],
+                                                 np.dtype(np.uint8))
+    assert e.saved.state_names == []
