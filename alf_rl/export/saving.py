@@ -3,12 +3,14 @@
 TFLite models are converted with TFLite's builtin ops only
 (``OpsSet.TFLITE_BUILTINS``): Flex (select TensorFlow) ops cannot be run by
 ``tf.lite.Interpreter`` or ``ai-edge-litert`` from Python, so a policy that
-needs one fails to convert here, with the converter's message, rather than
-later on the device. Stochastic exports take their noise as an input, so
+needs one fails to convert here, in one line naming the ops TFLite cannot
+run (the converter's own diagnostics are kept off the terminal), rather
+than later on the device. Stochastic exports take their noise as an input, so
 they convert with builtins too.
 """
 
 import os
+import re
 import shutil
 import tempfile
 from typing import Any, List
@@ -18,8 +20,34 @@ import tensorflow as tf
 from alf_rl.export.policy_module import (ACTION_SIGNATURE,
                                          INITIAL_STATE_SIGNATURE,
                                          ExportedPolicy)
+from alf_rl.utils.quiet_stderr import stderr_captured, write_back
 
 FORMATS = ('saved_model', 'tflite', 'both')
+_UNSUPPORTED_OP = re.compile(
+    r"'(tf\.\w+)' op is neither a custom op nor a flex op")
+_OP_LOCATION = re.compile(r'fused\["\w+:", "([^"@]+)@')
+
+
+def _conversion_error_message(text: str) -> str:
+    """One line for a failed TFLite conversion.
+
+    Args:
+        text: the converter's exception message and diagnostics.
+    Returns:
+        ``"the policy does not convert to TFLite with builtin ops only
+        (...): ..."`` naming the ops the builtins cannot run and where the
+        first one is (a node of the policy's graph), or the start of the
+        converter's message when it names none.
+    """
+    ops = sorted(set(_UNSUPPORTED_OP.findall(text)))
+    if ops:
+        where = _OP_LOCATION.search(text)
+        detail = 'TFLite\'s builtins cannot run %s%s' % (
+            ', '.join(ops), ' (in %s)' % where.group(1) if where else '')
+    else:
+        detail = ' '.join(text.split())[:400]
+    return ("the policy does not convert to TFLite with builtin ops only "
+            "(--format saved_model exports it without TFLite): %s" % detail)
 
 
 def save_policy(policy: ExportedPolicy, path: str) -> str:
@@ -57,13 +85,19 @@ def convert_to_tflite(saved_model_dir: str, path: str) -> str:
     converter = tf.lite.TFLiteConverter.from_saved_model(saved_model_dir,
                                                          signature_keys=keys)
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
-    try:
-        content = converter.convert()
-    except Exception as e:  # the converter raises ConverterError et al.
-        text = ' '.join(str(e).split())
-        raise ValueError("the policy does not convert to TFLite with builtin "
-                         "ops only (--format saved_model exports it without "
-                         "TFLite): %s" % text[:600]) from None
+    error = None
+    # The converter prints its diagnostics (one MLIR line per failing op)
+    # straight to file descriptor 2: kept out of the terminal on failure,
+    # where the error names them in one line.
+    with stderr_captured() as diagnostics:
+        try:
+            content = converter.convert()
+        except Exception as e:  # the converter raises ConverterError et al.
+            error = e
+    if error is not None:
+        raise ValueError(_conversion_error_message(
+            str(error) + '\n' + '\n'.join(diagnostics))) from None
+    write_back(diagnostics)
     with open(path, 'wb') as f:
         f.write(content)
     return path
@@ -124,6 +158,11 @@ def export_policy(algorithm: Any, out: str, export_format: str = 'both',
     try:
         if export_format != 'saved_model':
             convert_to_tflite(saved_model_dir, paths[-1])
+    except ValueError as e:
+        if tmp is None:  # 'both': the SavedModel stays
+            raise ValueError('wrote the SavedModel %s, but %s' %
+                             (paths[0], e)) from None
+        raise
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -14,7 +14,7 @@ import os
 import re
 import sys
 import tempfile
-from typing import Iterator
+from typing import Iterator, List
 
 _NOISE = [
     re.compile(r'^WARNING: All log messages before absl::InitializeLog'),
@@ -36,20 +36,48 @@ def is_noise(line: str) -> bool:
 
 
 @contextlib.contextmanager
-def notices_dropped() -> Iterator[None]:
-    """Sends file descriptor 2 to a temporary file inside the block, then
-    writes back every line that is not a known start-up notice."""
+def stderr_captured() -> Iterator[List[str]]:
+    """Sends file descriptor 2 (C++ libraries' output included) to a
+    temporary file inside the block.
+
+    Yields:
+        A list that receives the captured lines (without newlines) when the
+        block ends, also when it raises.
+    """
+    lines: List[str] = []
     sys.stderr.flush()
     saved = os.dup(2)
     with tempfile.TemporaryFile(mode='w+b') as capture:
         os.dup2(capture.fileno(), 2)
         try:
-            yield
+            yield lines
         finally:
             sys.stderr.flush()
             os.dup2(saved, 2)
             os.close(saved)
             capture.seek(0)
-            for line in capture.read().decode('utf-8', 'replace').splitlines():
-                if line.strip() and not is_noise(line):
-                    print(line, file=sys.stderr)
+            lines.extend(
+                capture.read().decode('utf-8', 'replace').splitlines())
+
+
+def write_back(lines: List[str]) -> None:
+    """Prints to stderr every line that is not blank or a known notice.
+
+    Args:
+        lines: captured stderr lines (``stderr_captured``).
+    """
+    for line in lines:
+        if line.strip() and not is_noise(line):
+            print(line, file=sys.stderr)
+
+
+@contextlib.contextmanager
+def notices_dropped() -> Iterator[None]:
+    """Sends file descriptor 2 to a temporary file inside the block, then
+    writes back every line that is not a known start-up notice."""
+    captured: List[str] = []
+    try:
+        with stderr_captured() as captured:
+            yield
+    finally:
+        write_back(captured)
