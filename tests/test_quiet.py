@@ -7,7 +7,9 @@ import sys
 import sysconfig
 import textwrap
 
-from alf_rl.utils.quiet_stderr import is_noise
+import pytest
+
+from alf_rl.utils.quiet_stderr import is_noise, stderr_captured, write_back
 
 SCRIPT = textwrap.dedent('''
     import json, sys
@@ -53,3 +55,17 @@ def test_is_noise_keeps_real_errors():
                     'cuInit: UNKNOWN ERROR (303)')
     assert not is_noise('E0000 00:00:1 1 some_kernel.cc:9] real failure')
     assert not is_noise('Traceback (most recent call last):')
+
+
+def test_stderr_captured_takes_file_descriptor_2_and_write_back_filters(
+        capfd):
+    capfd.readouterr()
+    with pytest.raises(RuntimeError):
+        with stderr_captured() as lines:
+            os.write(2, b'from C++\nI0000 00:00:1.0 1 x.cc:1] notice\n')
+            raise RuntimeError('the block failed')
+    # Filled although the block raised; nothing reached the real stderr.
+    assert lines == ['from C++', 'I0000 00:00:1.0 1 x.cc:1] notice']
+    assert capfd.readouterr().err == ''
+    write_back(lines + [''])
+    assert capfd.readouterr().err == 'from C++\n'
