@@ -32,6 +32,7 @@ from alf_rl.networks import (ActorDistributionNetwork,
                              CriticNetwork, EncodingNetwork,
                              NormalProjectionNetwork,
                              QNetwork, ValueNetwork, ValueRnnNetwork)
+from alf_rl.utils.common import set_random_seed
 from alf_rl.utils.normalizers import StreamingMeanVarNormalizer
 
 HIDDEN = (8, )
@@ -162,7 +163,9 @@ class Exported(object):
 
     def __init__(self, name, tmp):
         builder, obs_spec, act_spec, stochastic, tflite = KINDS[name]
-        tf.random.set_seed(1)
+        # Python, numpy and TF: with tf.random.set_seed alone the initial
+        # weights differed between processes (a flaky near-constant policy).
+        set_random_seed(1)
         self.alg = builder(obs_spec, act_spec)
         self.obs_spec = obs_spec
         if name == 'categorical':
