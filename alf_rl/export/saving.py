@@ -85,18 +85,15 @@ def convert_to_tflite(saved_model_dir: str, path: str) -> str:
     converter = tf.lite.TFLiteConverter.from_saved_model(saved_model_dir,
                                                          signature_keys=keys)
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
-    error = None
     # The converter prints its diagnostics (one MLIR line per failing op)
     # straight to file descriptor 2: kept out of the terminal on failure,
     # where the error names them in one line.
-    with stderr_captured() as diagnostics:
-        try:
+    try:
+        with stderr_captured() as diagnostics:
             content = converter.convert()
-        except Exception as e:  # the converter raises ConverterError et al.
-            error = e
-    if error is not None:
+    except Exception as e:  # the converter raises ConverterError et al.
         raise ValueError(_conversion_error_message(
-            str(error) + '\n' + '\n'.join(diagnostics))) from None
+            str(e) + '\n' + '\n'.join(diagnostics))) from None
     write_back(diagnostics)
     with open(path, 'wb') as f:
         f.write(content)
