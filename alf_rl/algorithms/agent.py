@@ -393,6 +393,11 @@ class Agent(OnPolicyAlgorithm):
         """As ``train_step`` with the RL algorithm's ``bootstrap_step``."""
         return self._replayed_step(experience, state, 'bootstrap_step')
 
+    def first_train_step(self, experience: Experience,
+                         state: AgentState) -> PolicyStep:
+        """As ``train_step`` with the RL algorithm's ``first_train_step``."""
+        return self._replayed_step(experience, state, 'first_train_step')
+
     def _goal_step(self, method, time_step, state):
         if self._goal_generator is None:
             return AlgStep(output=(), state=(), info=())

@@ -21,7 +21,8 @@ The contract a new method implements (what is called, when, with what):
 - ``predict(time_step, state)``: greedy step for evaluation/export.
 - ``train_step(experience, state)``: off-policy recomputation on one stored
   ``Experience`` row; ``bootstrap_step`` (replay training) for the last row
-  of a sequence, which only provides targets.
+  of a sequence, which only provides targets, and ``first_train_step`` for
+  the first, whose target values nothing reads.
 - ``calc_loss(training_info)``: per-step ``LossInfo`` from [T, B]
   ``TrainingInfo``. In the on-policy driver's default final-step mode
   (``'redo'``) it receives T + 1 rows: the last one only bootstraps and is

@@ -211,11 +211,35 @@ class DdpgAlgorithm(DeterministicActorMixin, TDErrorPriority,
         Returns:
             ``PolicyStep(action=mu(s) [B, ...], state=(), info=DdpgInfo)``.
         """
+        return self._train_step(exp, with_target=True)
+
+    def first_train_step(self, exp: Experience,
+                         state: Nest) -> PolicyStep:
+        """``train_step`` without the target networks (the first row).
+
+        The first row of a sequence is never a bootstrap value, so its
+        ``target_critic`` is zeros: no target actor and target critic
+        passes on that row.
+
+        Args:
+            exp: ``Experience`` with [B, ...] leaves.
+            state: ``()``.
+        Returns:
+            ``PolicyStep(action=mu(s) [B, ...], state=(), info=DdpgInfo)``
+            whose ``target_critic`` is zeros.
+        """
+        return self._train_step(exp, with_target=False)
+
+    def _train_step(self, exp, with_target):
+        """``train_step`` (with the target value iff ``with_target``)."""
         observation = exp.observation
         q = tf.stack(
             [c((observation, exp.action))[0] for c in self._critic_networks],
             axis=-1)
-        _, target_q = self._target_value(observation)
+        if with_target:
+            _, target_q = self._target_value(observation)
+        else:
+            target_q = tf.zeros_like(q[..., 0])
         action, _ = self._actor_network(observation)
         actor_loss = actor_dqda_loss(self._critic_networks[0], observation,
                                      action, self._dqda_clipping)

@@ -238,10 +238,39 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
             ``PolicyStep(action [B] greedy, (), DqnInfo)``.
         """
         q_values, _ = self._q_network(exp.observation)
-        index = tf.cast(exp.action, tf.int32) - tf.cast(
-            self.action_spec.minimum, tf.int32)
-        q_value = tf.gather(q_values, index[:, None], batch_dims=1)[:, 0]
-        return self._with_target(exp, state, q_value, q_values)
+        return self._with_target(exp, state,
+                                 self._taken_q(q_values, exp.action),
+                                 q_values)
+
+    def _taken_q(self, q_values, action):
+        """[B] Q of the taken ``action`` [B] from ``q_values`` [B, A]."""
+        index = tf.cast(action, tf.int32) - tf.cast(self.action_spec.minimum,
+                                                    tf.int32)
+        return tf.gather(q_values, index[:, None], batch_dims=1)[:, 0]
+
+    def first_train_step(self, exp: Experience,
+                         state: Nest) -> PolicyStep:
+        """``train_step`` without the target network (the first row).
+
+        The first row of a sequence is never a bootstrap value (row t's
+        n-step target reads rows after t), so its target value is zeros:
+        with the usual 2-step sequences, one target-network pass fewer per
+        update.
+
+        Args:
+            exp: ``Experience`` with [B, ...] leaves.
+            state: ``()``.
+        Returns:
+            ``PolicyStep(action [B] greedy, (), DqnInfo)`` whose
+            ``target_value`` is zeros.
+        """
+        q_values, _ = self._q_network(exp.observation)
+        q_value = self._taken_q(q_values, exp.action)
+        return PolicyStep(action=self._to_action(
+            tf.argmax(q_values, axis=-1, output_type=tf.int32)),
+                          state=state,
+                          info=DqnInfo(q_value=q_value,
+                                       target_value=tf.zeros_like(q_value)))
 
     def bootstrap_step(self, exp: Experience, state: Nest) -> PolicyStep:
         """Only the bootstrap value of the last row of a sequence.

@@ -15,15 +15,18 @@ batch-major until a mini-batch is gathered (sequences are shuffled along
 B); each mini-batch is transposed to time-major ``[L, b, ...]`` once.
 
 The last row of every sequence only bootstraps the rows before it: it runs
-``bootstrap_step`` and is masked, as are LAST steps. Algorithms whose
-targets are all computed beforehand in ``preprocess_experience`` (PPO) set
-``last_row_only_bootstraps = False``: then every row is trained and
-sequences may be one step long.
+``bootstrap_step`` and is masked, as are LAST steps. The first row is never
+a bootstrap value: it runs ``first_train_step``, which may skip the target
+values. Algorithms whose targets are all computed beforehand in
+``preprocess_experience`` (PPO) set ``last_row_only_bootstraps = False``:
+then every row is trained and sequences may be one step long.
 
 Declared hooks a method may override: ``bootstrap_step``,
-``calc_priority`` (prioritized replay), ``continue_training`` (early stop).
+``first_train_step``, ``calc_priority`` (prioritized replay),
+``continue_training`` (early stop).
 """
 
+import functools
 from typing import Any, Callable, NamedTuple, Optional, Tuple
 
 import tensorflow as tf
@@ -105,7 +108,8 @@ def check_step_result(result: Any, algorithm: Any, method: str,
     Args:
         result: what ``<algorithm>.<method>`` returned.
         algorithm: the algorithm (for the message).
-        method: ``'rollout'``, ``'train_step'`` or ``'bootstrap_step'``.
+        method: ``'rollout'``, ``'train_step'``, ``'first_train_step'`` or
+            ``'bootstrap_step'``.
         state_spec: the state spec the returned ``state`` must have the
             structure of.
     Returns:
@@ -264,6 +268,19 @@ class ReplayTrainingMixin(object):
         compute only what the targets need (e.g. target values) and return
         zeros for the rest of the info -- same structure as
         ``train_step``'s. Defaults to ``train_step``.
+
+        Args/returns: as ``train_step`` ([B, ...] leaves).
+        """
+        return self.train_step(experience, state)
+
+    def first_train_step(self, experience: Experience, state: Any) -> Any:
+        """``train_step`` for the first row of a sequence (never a target).
+
+        With ``last_row_only_bootstraps``, row t's targets come from rows
+        after t, so the first row's target values are never read. Override
+        this to skip them (zeros in their place, same structure as
+        ``train_step``'s) and keep everything the row's own losses need.
+        Defaults to ``train_step``; only an override changes the unroll.
 
         Args/returns: as ``train_step`` ([B, ...] leaves).
         """
@@ -449,6 +466,20 @@ class ReplayTrainingMixin(object):
         return check_step_result(self.train_step(experience, state), self,
                                  'train_step', self.train_state_spec)
 
+    def _has_own_first_train_step(self):
+        """Whether row 0 runs a ``first_train_step`` other than the default
+        (with ``last_row_only_bootstraps``); else it is one more
+        ``train_step`` row (and, in a ``tf.while_loop``, not peeled)."""
+        own = getattr(self.first_train_step, '__func__', None)
+        return (self.last_row_only_bootstraps
+                and own is not ReplayTrainingMixin.first_train_step)
+
+    def _checked_first_train_step(self, experience, state):
+        """``first_train_step``, what it returns checked (at trace time)."""
+        return check_step_result(self.first_train_step(experience, state),
+                                 self, 'first_train_step',
+                                 self.train_state_spec)
+
     def _checked_bootstrap_step(self, experience, state):
         """``bootstrap_step``, what it returns checked (at trace time)."""
         return check_step_result(self.bootstrap_step(experience, state),
@@ -457,15 +488,42 @@ class ReplayTrainingMixin(object):
 
     def _update(self, experience, sample_weights=None):
         """One gradient update on time-major experience [L, b, ...]."""
-        length = experience.step_type.shape[0]
         batch_size = tf.shape(experience.step_type)[1]
         if self.use_rollout_state:
             state = tf.nest.map_structure(lambda x: x[0], experience.state)
         else:
             state = self.get_initial_train_state(batch_size)
-        initial_state = self.get_initial_train_state(batch_size)
         variables = self.trainable_variables
         persistent = len(self.get_optimizer_and_variable_sets()) > 1
+        with tf.GradientTape(watch_accessed_variables=False,
+                             persistent=persistent) as tape:
+            tape.watch(variables)
+            training_info = self._unroll_rows(experience, state)
+            per_step = self.calc_loss(training_info)
+        valid = valid_step_mask(training_info.step_type)
+        if self.last_row_only_bootstraps:
+            valid = mask_last_row(valid)
+        if sample_weights is not None:
+            # Importance weights scale each sequence's share of the mean.
+            valid = valid * tf.cast(sample_weights, tf.float32)[tf.newaxis]
+        loss_info, _ = self.train_complete(tape, training_info, valid,
+                                           per_step_loss_info=per_step)
+        del tape
+        priority = self.calc_priority(training_info, per_step)
+        return UpdateResult(
+            loss_info=loss_info,
+            priority=() if priority is None else priority,
+            keep_going=self.continue_training(training_info, valid))
+
+    def _unroll_rows(self, experience, state):
+        """The step hooks over time-major experience [L, b, ...] from
+        ``state`` (reset at FIRST steps): ``first_train_step`` (if the
+        class has its own), ``train_step``, ``bootstrap_step`` on the last
+        row (with ``last_row_only_bootstraps``); the [L, b] ``TrainingInfo``
+        with distributions rebuilt. Run it under the update's tape."""
+        length = experience.step_type.shape[0]
+        initial_state = self.get_initial_train_state(
+            tf.shape(experience.step_type)[1])
 
         def _row(t, state, step_fn):
             exp_t = tf.nest.map_structure(lambda x: x[t], experience)
@@ -487,41 +545,28 @@ class ReplayTrainingMixin(object):
             return policy_step.state, row
 
         bootstraps = self.last_row_only_bootstraps
-        with tf.GradientTape(watch_accessed_variables=False,
-                             persistent=persistent) as tape:
-            tape.watch(variables)
-            _, stacked = unroll(
-                lambda t, state: _row(t, state, self._checked_train_step),
-                state,
-                num_rows=length - 1 if bootstraps else length,
-                row_spec=training_info_spec(
-                    self.action_spec,
-                    dist_ops.to_params_spec(self._train_info_spec),
-                    dist_ops.to_params_spec(self._rollout_info_spec)),
-                batch_size=experience.step_type.shape[1],
-                final_row_fn=(lambda state: _row(
-                    length - 1, state, self._checked_bootstrap_step))
-                if bootstraps else None)
-            training_info = stacked._replace(
-                info=dist_ops.params_to_distributions(stacked.info,
-                                                      self._train_info_spec),
-                rollout_info=dist_ops.params_to_distributions(
-                    stacked.rollout_info, self._rollout_info_spec))
-            per_step = self.calc_loss(training_info)
-        valid = valid_step_mask(training_info.step_type)
-        if bootstraps:
-            valid = mask_last_row(valid)
-        if sample_weights is not None:
-            # Importance weights scale each sequence's share of the mean.
-            valid = valid * tf.cast(sample_weights, tf.float32)[tf.newaxis]
-        loss_info, _ = self.train_complete(tape, training_info, valid,
-                                           per_step_loss_info=per_step)
-        del tape
-        priority = self.calc_priority(training_info, per_step)
-        return UpdateResult(
-            loss_info=loss_info,
-            priority=() if priority is None else priority,
-            keep_going=self.continue_training(training_info, valid))
+        first_row_fn = None
+        if self._has_own_first_train_step():
+            first_row_fn = functools.partial(
+                _row, 0, step_fn=self._checked_first_train_step)
+        _, stacked = unroll(
+            lambda t, state: _row(t, state, self._checked_train_step),
+            state,
+            num_rows=length - 1 if bootstraps else length,
+            row_spec=training_info_spec(
+                self.action_spec,
+                dist_ops.to_params_spec(self._train_info_spec),
+                dist_ops.to_params_spec(self._rollout_info_spec)),
+            batch_size=experience.step_type.shape[1],
+            final_row_fn=(lambda state: _row(
+                length - 1, state, self._checked_bootstrap_step))
+            if bootstraps else None,
+            first_row_fn=first_row_fn)
+        return stacked._replace(
+            info=dist_ops.params_to_distributions(stacked.info,
+                                                  self._train_info_spec),
+            rollout_info=dist_ops.params_to_distributions(
+                stacked.rollout_info, self._rollout_info_spec))
 
 
 class TDErrorPriority(object):

@@ -360,13 +360,16 @@ class SacAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
         log_probs = dist.log_prob(values[:, None])
         return tf.transpose(log_probs)
 
-    def _policy_and_target(self, observation: Nest,
-                           alpha: tf.Tensor) -> Tuple[Nest, Any, tf.Tensor]:
+    def _policy_and_target(self, observation: Nest, alpha: tf.Tensor,
+                           with_target: bool = True
+                           ) -> Tuple[Nest, Any, tf.Tensor]:
         """A fresh action, the policy terms and the target soft value at s.
 
         Args:
             observation: nest of [B, ...].
             alpha: [] float32 temperature (gradient stopped).
+            with_target: False: skip the target critics, zeros for the
+                target value (a row no target reads).
         Returns:
             ``(action [B, ...], policy, target value [B] no gradient)``;
             ``policy`` is ``log pi(action|s)`` [B] (continuous; the sample
@@ -381,9 +384,12 @@ class SacAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
             action = alf_specs.cast_and_clip_to_spec(
                 tf.nest.pack_sequence_as(self.action_spec, [sample]),
                 self.action_spec)
+            policy = (probs, log_probs)
+            if not with_target:
+                return action, policy, tf.zeros_like(log_probs[:, 0])
             target_q = tf.minimum(self._target_critic1(observation)[0],
                                   self._target_critic2(observation)[0])
-            return action, (probs, log_probs), tf.stop_gradient(
+            return action, policy, tf.stop_gradient(
                 expected_soft_state_value(probs, log_probs, target_q, alpha))
         # Reparameterized sample; log_prob is taken on the very sample
         # tensor so that TFP's bijector cache gives the pre-tanh value
@@ -391,6 +397,8 @@ class SacAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
         action = dist_ops.sample_action_distribution(
             dist, seed=make_stateless_seed())
         log_pi = dist_ops.log_prob(dist, action)
+        if not with_target:
+            return action, log_pi, tf.zeros_like(log_pi)
         target_q = tf.minimum(self._target_critic1((observation, action))[0],
                               self._target_critic2((observation, action))[0])
         return action, log_pi, tf.stop_gradient(
@@ -442,9 +450,30 @@ class SacAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
         Returns:
             ``PolicyStep(action [B, ...] a fresh sample, (), SacInfo)``.
         """
+        return self._train_step(exp, state, with_target=True)
+
+    def first_train_step(self, exp: Experience,
+                         state: Nest) -> PolicyStep:
+        """``train_step`` without the target critics (the first row).
+
+        The first row of a sequence is never a bootstrap value, so its
+        ``target_value`` is zeros: two target-critic passes fewer per
+        update.
+
+        Args:
+            exp: ``Experience`` with [B, ...] leaves.
+            state: ``()``.
+        Returns:
+            ``PolicyStep(action [B, ...] a fresh sample, (), SacInfo)``
+            whose ``target_value`` is zeros.
+        """
+        return self._train_step(exp, state, with_target=False)
+
+    def _train_step(self, exp, state, with_target):
+        """``train_step`` (with the target value iff ``with_target``)."""
         alpha = tf.stop_gradient(tf.exp(self._log_alpha))
         action, policy, target_value = self._policy_and_target(
-            exp.observation, alpha)
+            exp.observation, alpha, with_target)
         if self._discrete:
             q1, q2, actor_loss, entropy = self._discrete_terms(
                 exp, *policy, alpha)

@@ -168,9 +168,55 @@ class SarsaAlgorithm(DeterministicActorMixin, TDErrorPriority,
         Returns:
             ``PolicyStep(action=mu(s) [B, ...], state=(), info=SarsaInfo)``.
         """
+        return self._train_step(exp, with_target=True)
+
+    def first_train_step(self, exp: Experience,
+                         state: Nest) -> PolicyStep:
+        """``train_step`` without the target critic (the first row).
+
+        The first row of a sequence is never a bootstrap value, so its
+        ``target_critic`` is zeros.
+
+        Args:
+            exp: ``Experience`` with [B, ...] leaves.
+            state: ``()``.
+        Returns:
+            ``PolicyStep(action=mu(s) [B, ...], state=(), info=SarsaInfo)``
+            whose ``target_critic`` is zeros.
+        """
+        return self._train_step(exp, with_target=False)
+
+    def bootstrap_step(self, exp: Experience, state: Nest) -> PolicyStep:
+        """Only the target critic at (s_t, a_t) (the last row).
+
+        The critic and actor terms of that row are masked anyway.
+
+        Args:
+            exp: ``Experience`` with [B, ...] leaves.
+            state: ``()``.
+        Returns:
+            ``PolicyStep(action=a_t, state=(), info=SarsaInfo)`` whose
+            ``critic`` and ``actor_loss`` are zeros.
+        """
+        target_q, _ = self._target_critic_network(
+            (exp.observation, exp.action))
+        zeros = tf.zeros_like(target_q)
+        return PolicyStep(action=exp.action,
+                          state=(),
+                          info=SarsaInfo(critic=zeros,
+                                         target_critic=tf.stop_gradient(
+                                             target_q),
+                                         actor_loss=zeros))
+
+    def _train_step(self, exp, with_target):
+        """``train_step`` (with the target value iff ``with_target``)."""
         observation = exp.observation
         q, _ = self._critic_network((observation, exp.action))
-        target_q, _ = self._target_critic_network((observation, exp.action))
+        if with_target:
+            target_q, _ = self._target_critic_network(
+                (observation, exp.action))
+        else:
+            target_q = tf.zeros_like(q)
         action, _ = self._actor_network(observation)
         actor_loss = actor_dqda_loss(self._critic_network, observation,
                                      action, self._dqda_clipping)

@@ -211,6 +211,12 @@ class TracAlgorithm(OnPolicyAlgorithm):
         return self._wrapped_step(self._ac_algorithm.bootstrap_step,
                                   experience, state)
 
+    def first_train_step(self, experience: Experience,
+                         state: Any) -> PolicyStep:
+        """The wrapped ``first_train_step`` (see ``train_step``)."""
+        return self._wrapped_step(self._ac_algorithm.first_train_step,
+                                  experience, state)
+
     def _wrapped_step(self, step_fn, experience, state):
         inner_exp = experience._replace(
             rollout_info=_unwrap(experience.rollout_info))

@@ -3,7 +3,8 @@
 One helper serves both places that run a step function row by row under a
 ``GradientTape`` and stack the rows into ``[T, B, ...]`` ``TrainingInfo``:
 the on-policy driver (``rollout`` and an environment step per row) and
-replay training (``train_step`` on stored rows, then ``bootstrap_step``).
+replay training (``first_train_step`` on the first stored row,
+``train_step`` on the rows after it, then ``bootstrap_step``).
 Rows hold distributions as their parameters (``TensorArray``s cannot hold
 distributions); the caller rebuilds them after stacking.
 """
@@ -51,9 +52,14 @@ def unroll(row_fn: RowFn,
            row_spec: TrainingInfo,
            batch_size: Optional[int],
            final_row_fn: Optional[Callable[[Any], Tuple[Any,
+                                                        TrainingInfo]]] = None,
+           first_row_fn: Optional[Callable[[Any], Tuple[Any,
                                                         TrainingInfo]]] = None
            ) -> Tuple[Any, TrainingInfo]:
     """Runs ``row_fn`` for t = 0 .. num_rows - 1, then ``final_row_fn``.
+
+    With ``first_row_fn``, row 0 is that function's instead of
+    ``row_fn``'s (``row_fn`` then runs for t = 1 .. num_rows - 1).
 
     Up to ``MAX_PYTHON_ROWS`` rows run as plain Python rows (stacked);
     longer unrolls run in a ``tf.while_loop`` writing ``TensorArray``s.
@@ -70,14 +76,26 @@ def unroll(row_fn: RowFn,
         batch_size: static B for the arrays' element shapes (None: unknown).
         final_row_fn: optional ``(carry) -> (carry, row)`` producing row N
             (a bootstrap row); runs after the loop.
+        first_row_fn: optional ``(carry) -> (carry, row)`` producing row 0
+            in place of ``row_fn``; runs before the loop (needs
+            ``num_rows >= 1``).
     Returns:
         ``(carry, rows)``: the final carry and the stacked rows
         ``[N (+1), B, ...]``.
     """
     total = num_rows + (0 if final_row_fn is None else 1)
+    start = 0
+    if first_row_fn is not None:
+        if num_rows < 1:
+            raise ValueError("unroll: first_row_fn needs num_rows >= 1, "
+                             "got num_rows=%d" % num_rows)
+        start = 1
     if total <= MAX_PYTHON_ROWS:
         rows = []
-        for t in range(num_rows):
+        if first_row_fn is not None:
+            carry, row = first_row_fn(carry)
+            rows.append(row)
+        for t in range(start, num_rows):
             carry, row = row_fn(t, carry)
             rows.append(row)
         if final_row_fn is not None:
@@ -96,9 +114,13 @@ def unroll(row_fn: RowFn,
                                        row)
         return t + 1, carry, arrays
 
+    if first_row_fn is not None:
+        carry, row = first_row_fn(carry)
+        arrays = tf.nest.map_structure(lambda ta, x: ta.write(0, x), arrays,
+                                       row)
     _, carry, arrays = tf.while_loop(lambda t, *_: t < num_rows, _body,
-                                     (tf.constant(0), carry, arrays),
-                                     maximum_iterations=num_rows)
+                                     (tf.constant(start), carry, arrays),
+                                     maximum_iterations=num_rows - start)
     if final_row_fn is not None:
         carry, row = final_row_fn(carry)
         arrays = tf.nest.map_structure(lambda ta, x: ta.write(num_rows, x),

@@ -879,3 +879,50 @@ def test_checkpoint_round_trip(case, run, tmp_path):
     # The step did train: something moved since the save.
     assert any(not np.array_equal(v.numpy(), s)
                for v, s in zip(variables, saved))
+
+
+#: Replay cases whose class overrides ``first_train_step`` and
+#: ``bootstrap_step`` (the first row skips the target values, which no
+#: target reads; the last row computes only them).
+_ROW_HOOK_CASES = [
+    c for c in CASES if c.path == 'replay' and c.name not in (
+        'ppo_entropy_target', 'agent_ppo_rnd')
+]
+
+
+@pytest.mark.parametrize('hook', ['first_train_step', 'bootstrap_step'])
+@pytest.mark.parametrize('case', _ROW_HOOK_CASES, ids=lambda c: c.name)
+def test_row_hooks_change_only_the_cost(case, hook, run):
+    """One compiled update with the class's ``hook`` equals one with
+    ``train_step`` in its place (same losses and variables), with fewer
+    matrix products in the graph. TD3's target-policy noise is set to 0:
+    skipping a row's target action also skips its noise draw, so the other
+    rows would draw other (equally distributed) noise."""
+    experience = run(case).experience
+    results, matmuls = [], []
+    for full_row in (False, True):
+        _, alg, _ = _make(case, run(case).env_factory, seed=1)
+        assert alg.last_row_only_bootstraps
+        assert (getattr(type(alg), hook)
+                is not getattr(algorithms.OffPolicyAlgorithm, hook))
+        if isinstance(alg, Td3Algorithm):
+            alg._target_policy_noise = 0.0
+        if full_row:
+            setattr(alg, hook, alg.train_step)
+        alg.build_optimizers()
+        train = tf.function(functools.partial(alg.train,
+                                              **case.train_kwargs),
+                            autograph=False)
+        set_random_seed(2)
+        graph = train.get_concrete_function(experience).graph
+        matmuls.append(sum(1 for n in graph.as_graph_def().node
+                           if n.op == 'MatMul'))
+        set_random_seed(2)
+        losses = _loss_leaves(train(experience))
+        results.append((losses, _values(_state_variables(alg))))
+    assert matmuls[0] < matmuls[1], matmuls
+    (losses, values), (full_losses, full_values) = results
+    for x, y in zip(losses, full_losses):
+        np.testing.assert_allclose(x, y, rtol=RTOL, atol=ATOL)
+    for x, y in zip(values, full_values):
+        np.testing.assert_allclose(x, y, rtol=RTOL, atol=ATOL)

@@ -144,24 +144,63 @@ def _counting_row(t, carry):
 
 @pytest.mark.parametrize('num_rows', [1, MAX_PYTHON_ROWS, 5])
 @pytest.mark.parametrize('final', [False, True])
-def test_unroll_python_and_while_loop_agree(num_rows, final):
+@pytest.mark.parametrize('first', [False, True])
+def test_unroll_python_and_while_loop_agree(num_rows, final, first):
     spec = training_info_spec(tf.TensorSpec((), tf.int32), ())
 
     def _final(carry):
         return _counting_row(tf.constant(100), carry)
 
+    def _first(carry):
+        return _counting_row(tf.constant(-1), carry)
+
     @tf.function(autograph=False)
     def _run():
         return unroll(_counting_row, tf.constant(0), num_rows, spec, 3,
-                      final_row_fn=_final if final else None)
+                      final_row_fn=_final if final else None,
+                      first_row_fn=_first if first else None)
 
     carry, rows = _run()
     total = num_rows + int(final)
     assert int(carry) == total
-    expected_reward = list(range(num_rows)) + ([100] if final else [])
+    expected_reward = ([-1] if first else [0]) + list(range(1, num_rows)) + (
+        [100] if final else [])
     np.testing.assert_array_equal(rows.reward.numpy()[:, 0],
                                   expected_reward)
     np.testing.assert_array_equal(rows.action.numpy(),
                                   np.repeat(np.arange(total), 3).reshape(
                                       total, 3))
     assert rows.env_id.shape == (total, 3)
+
+
+def test_unroll_first_row_needs_a_row():
+    spec = training_info_spec(tf.TensorSpec((), tf.int32), ())
+    with pytest.raises(ValueError, match='first_row_fn needs num_rows >= 1'):
+        unroll(_counting_row, tf.constant(0), 0, spec, 3,
+               first_row_fn=lambda carry: _counting_row(0, carry))
+
+
+def test_update_cost_benchmark_runs_small(capsys):
+    """benchmarks/update_cost.py on DQN CartPole: row 0's target network
+    leaves the graph (fewer matrix products), the table is printed."""
+    import importlib.util
+    import os
+    path = os.path.join(os.path.dirname(__file__), '..', '..', 'benchmarks',
+                        'update_cost.py')
+    spec = importlib.util.spec_from_file_location('update_cost', path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    gin_file = os.path.join(os.path.dirname(__file__), '..', '..',
+                            'examples', 'dqn_cart_pole.gin')
+    params = ['TrainerConfig.mini_batch_size=8',
+              'TrainerConfig.jit_compile=False']
+    row = module.measure(gin_file, params, rounds=1, updates=1)
+    assert row['batch'] == [8, 2]
+    # The QNetwork's 3 layers: forward and backward on row 0, target and
+    # online forward on row 1 (double Q); row 0's target pass is gone.
+    assert row['ops'] == row['ops_full'] - 3, row
+    assert row['ms'] > 0 and row['ms_full'] > 0
+    module.main(['--gin_file', gin_file, '--rounds', '1', '--updates', '1'] +
+                sum([['--gin_param', p] for p in params], []))
+    out = capsys.readouterr().out
+    assert '| `dqn_cart_pole.gin` | [8, 2] |' in out
