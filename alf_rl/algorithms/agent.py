@@ -321,23 +321,35 @@ class Agent(OnPolicyAlgorithm):
             observation = (observation, goal)
         return observation
 
-    def rl_policy_input(self, time_step: TimeStep,
-                        state: AgentState) -> Tuple[TimeStep, AlgStep]:
+    def rl_policy_input(self, time_step: TimeStep, state: AgentState,
+                        episode_starts: bool = True
+                        ) -> Tuple[TimeStep, AlgStep]:
         """What the RL algorithm's policy sees at ``predict``.
 
-        Used by ``predict`` and by the stochastic policy export, which
-        samples from the RL algorithm's actor on this observation.
+        Used by ``predict`` and by the policy export, which runs the RL
+        algorithm's policy on this observation.
 
         Args:
             time_step: ``TimeStep`` with [B, ...] leaves (transformed).
             state: ``AgentState`` matching ``predict_state_spec``.
+            episode_starts: False: no step of the caller is ever FIRST (an
+                exported policy, whose goal is its state input); a goal
+                generator whose ``changes_goal_only_at_first`` is True is
+                then not run (the state's goal is used as is), so its draw
+                is not part of the traced policy.
         Returns:
             ``(time_step with the RL algorithm's observation (the
             encoder's [B, D] features, or the observation, paired with
             the goal when there is a goal generator), the goal
             generator's predict AlgStep (empty without one))``.
         """
-        goal_step = self._goal_step('predict', time_step, state.goal)
+        if not episode_starts and getattr(self._goal_generator,
+                                          'changes_goal_only_at_first',
+                                          False):
+            goal_step = AlgStep(output=state.goal, state=state.goal,
+                                info=())
+        else:
+            goal_step = self._goal_step('predict', time_step, state.goal)
         return time_step._replace(observation=self._rl_observation(
             time_step.observation, goal_step.output)), goal_step
 

@@ -32,6 +32,11 @@ from alf_rl.utils.common import make_stateless_seed
 class SkillGenerator(Algorithm):
     """Uniform categorical skills, drawn at FIRST steps and held.
 
+    Its class attribute ``changes_goal_only_at_first`` is True: outside
+    FIRST steps ``predict`` returns ``AlgStep(output=state, state=state,
+    info=())``, so an ``Agent`` whose steps are never FIRST (an exported
+    policy: the skill is its state input) need not run it.
+
     Args:
         num_skills: K >= 2, the number of skills.
         name: module name.
@@ -39,6 +44,9 @@ class SkillGenerator(Algorithm):
     Raises:
         ValueError: ``num_skills`` not an int, or below 2.
     """
+
+    #: Outside FIRST steps the goal is the state, unchanged (see above).
+    changes_goal_only_at_first = True
 
     def __init__(self, num_skills: int, name: str = 'SkillGenerator'):
         if (isinstance(num_skills, bool)

@@ -18,7 +18,10 @@ Signatures (B = batch, any size):
   scalar; outputs the zero state ``state_<path>`` [batch_size, ...].
 
 The greedy ``action`` is ``algorithm.predict(algorithm.transform_timestep(
-time_step), state).action`` traced as is, so the observation transformers
+time_step), state).action`` traced as is (for an ``Agent`` whose goal
+generator changes goals only at episode starts, such as a
+``SkillGenerator``, the goal is the state input and the generator is not
+run: exported steps are never FIRST; see ``greedy_action``), so the observation transformers
 and normalizer of the run are folded in (their statistics become constants
 of the exported model). The stochastic ``action`` uses the same actor
 network and normalization, and samples with the noise input.
@@ -133,7 +136,8 @@ def action_distribution(algorithm: Any, observation: Nest,
     """
     if hasattr(algorithm, 'rl_policy_input'):  # an Agent
         time_step, goal_step = algorithm.rl_policy_input(
-            _mid_time_step(algorithm, observation), state)
+            _mid_time_step(algorithm, observation), state,
+            episode_starts=False)
         dist, rl_state = action_distribution(algorithm.rl_algorithm,
                                              time_step.observation, state.rl)
         return dist, state._replace(rl=rl_state, goal=goal_step.state)
@@ -151,6 +155,33 @@ def action_distribution(algorithm: Any, observation: Nest,
             "exploration noise is not part of the policy); export it "
             "without --stochastic" % type(algorithm).__name__)
     return dist, next_state
+
+
+def greedy_action(algorithm: Any, time_step: TimeStep,
+                  state: Nest) -> Tuple[Nest, Nest]:
+    """``algorithm.predict``'s action and next state on exported steps.
+
+    Exported steps are never FIRST: an ``Agent`` whose goal generator
+    changes goals only at FIRST steps (``SkillGenerator``) takes the goal
+    from the state as is (``rl_policy_input(..., episode_starts=False)``),
+    so the generator's random draw is not traced (TFLite has no such op).
+    Everything else is ``predict`` itself.
+
+    Args:
+        algorithm: an ``RLAlgorithm`` (or ``Agent``).
+        time_step: transformed ``TimeStep`` with [B, ...] leaves, MID steps.
+        state: the predict state nest, [B, ...] leaves.
+    Returns:
+        ``(action nest [B, ...], next predict state)``.
+    """
+    if not hasattr(algorithm, 'rl_policy_input'):
+        step = algorithm.predict(time_step, state)
+        return step.action, step.state
+    rl_time_step, goal_step = algorithm.rl_policy_input(
+        time_step, state, episode_starts=False)
+    action, rl_state = greedy_action(algorithm.rl_algorithm, rl_time_step,
+                                     state.rl)
+    return action, state._replace(rl=rl_state, goal=goal_step.state)
 
 
 class ExportedPolicy(tf.Module):
@@ -254,8 +285,7 @@ class ExportedPolicy(tf.Module):
             action = alf_specs.cast_and_clip_to_spec(action,
                                                      algorithm.action_spec)
         else:
-            step = algorithm.predict(time_step, state)
-            action, next_state = step.action, step.state
+            action, next_state = greedy_action(algorithm, time_step, state)
         outputs = dict(zip([n for n, _ in self._actions],
                            tf.nest.flatten(action)))
         outputs.update(zip([n for n, _ in self._states],

@@ -11,7 +11,7 @@ import tf_keras
 from alf_rl.algorithms import (ActorCriticAlgorithm, Agent, Algorithm,
                                DqnAlgorithm, EntropyTargetAlgorithm,
                                IcmAlgorithm, PPOAlgorithm, PPOLoss,
-                               RNDAlgorithm, TracAlgorithm)
+                               RNDAlgorithm, SkillGenerator, TracAlgorithm)
 from alf_rl.algorithms.agent import AgentInfo, AgentState
 from alf_rl.data_structures import (AlgStep, LossInfo, StepType, TimeStep,
                                     TrainingInfo)
@@ -223,6 +223,41 @@ def test_state_nest_predict_skips_the_module(policy_unittest_env):
                                   np.zeros(4))
     np.testing.assert_array_equal(step.state.intrinsic.numpy(),
                                   time_step.observation.numpy())
+
+
+@pytest.mark.parametrize('only_at_first', [True, False])
+def test_policy_input_without_episode_starts_keeps_the_goal(
+        policy_unittest_env, only_at_first):
+    """rl_policy_input(..., episode_starts=False) takes the state's goal as
+    is when the generator changes goals only at FIRST steps (the draw is
+    not traced: no random op); otherwise it runs the generator."""
+    env = policy_unittest_env()
+    generator = SkillGenerator(num_skills=3)
+    generator.changes_goal_only_at_first = only_at_first
+    agent = Agent(env.observation_spec(), env.action_spec(),
+                  rl_algorithm_ctor=_a2c, goal_generator=generator)
+    time_step = agent.transform_timestep(env.reset())  # FIRST steps
+    skill = tf.one_hot([2, 0, 1, 2], 3)
+    state = agent.get_initial_predict_state(4)._replace(goal=skill)
+    graph = tf.function(lambda ts, s: agent.rl_policy_input(
+        ts, s, episode_starts=False)).get_concrete_function(
+            time_step, state).graph
+    random_ops = [n.op for n in graph.as_graph_def().node
+                  if 'Random' in n.op]
+    rl_time_step, goal_step = agent.rl_policy_input(time_step, state,
+                                                    episode_starts=False)
+    zeros = agent.get_initial_predict_state(4)
+    drawn = agent.rl_policy_input(time_step, zeros)[1].output
+    if only_at_first:
+        assert not random_ops
+        np.testing.assert_array_equal(goal_step.output, skill)
+        np.testing.assert_array_equal(goal_step.state, skill)
+        np.testing.assert_array_equal(rl_time_step.observation[1], skill)
+    else:
+        assert random_ops
+    # FIRST steps from the reset (zero) state: the default
+    # (episode_starts=True) draws a one-hot skill for every row.
+    np.testing.assert_array_equal(np.sum(drawn.numpy(), -1), np.ones(4))
 
 
 def test_rollout_owned_variables_include_the_modules_normalizers(

@@ -5,9 +5,11 @@ export must reproduce whatever the weights are), exported once per module
 (TFLite conversion takes seconds). Kinds: categorical (PPO with a nested
 observation and a fitted observation normalizer), discrete SAC, normal
 (PPO), tanh-normal (SAC), deterministic actors (DDPG, TD3), Q-argmax (DQN),
-LSTM (PPO with recurrent actor and value networks), and two ``Agent``s:
-PPO behind a convolutional encoder of uint8 images (the Atari layout), and
-PPO with a ``SkillGenerator`` whose skill is a state input.
+LSTM (PPO with recurrent actor and value networks), and three ``Agent``s:
+PPO behind a convolutional encoder of uint8 images (the Atari layout), PPO
+with a ``SkillGenerator`` whose skill is a state input (SavedModel and
+TFLite), and the same with a generator that may change goals at any step
+(its draw stays in the policy: SavedModel only).
 """
 
 import functools
@@ -110,6 +112,17 @@ def _agent_with_skills(obs, act):
                  goal_generator=SkillGenerator(num_skills=NUM_SKILLS))
 
 
+class _AnyStepSkills(SkillGenerator):
+    """Skills as a generator that may change them at any step: the
+    exported policy must run its draw (random ops TFLite lacks)."""
+    changes_goal_only_at_first = False
+
+
+def _agent_with_any_step_goals(obs, act):
+    return Agent(obs, act, rl_algorithm_ctor=_rl_ppo,
+                 goal_generator=_AnyStepSkills(num_skills=NUM_SKILLS))
+
+
 # name: (builder, observation spec, action spec, stochastic exportable,
 #        convert to TFLite)
 KINDS = {
@@ -125,7 +138,9 @@ KINDS = {
     'lstm': (functools.partial(_ppo, recurrent=True), FLAT_OBS, DISCRETE,
              False, True),
     'agent_encoder': (_agent_with_encoder, IMAGE_OBS, DISCRETE, True, True),
-    'agent_skills': (_agent_with_skills, FLAT_OBS, CONTINUOUS, True, False),
+    'agent_skills': (_agent_with_skills, FLAT_OBS, CONTINUOUS, True, True),
+    'agent_any_step_goals': (_agent_with_any_step_goals, FLAT_OBS,
+                             CONTINUOUS, False, False),
 }
 
 
@@ -392,16 +407,21 @@ def test_agent_skill_is_a_state_input(exported):
         out = e.saved(**_flat_inputs(obs), state_goal=skill)
         np.testing.assert_array_equal(out['action'], expected)
         np.testing.assert_array_equal(out['state_goal'], skill)
+        lite = e.tflite(**_flat_inputs(obs), state_goal=skill)
+        np.testing.assert_allclose(lite['action'], expected, rtol=0,
+                                   atol=1e-5)
+        np.testing.assert_array_equal(lite['state_goal'], skill)
         actions.append(expected)
     assert np.abs(actions[0] - actions[1]).max() > 1e-4
 
 
-def test_agent_skill_policy_is_not_tflite_convertible(exported, tmp_path,
-                                                      capfd):
-    # The skill draw at FIRST uses random ops outside TFLite's builtins: one
-    # line that names them and the way out, without the converter's
-    # diagnostics on stderr; with 'both' the SavedModel stays.
-    alg = exported('agent_skills').alg
+def test_goal_drawn_at_any_step_is_not_tflite_convertible(exported,
+                                                          tmp_path, capfd):
+    # A goal generator that may change goals at any step runs in the
+    # exported policy, and its draw uses random ops outside TFLite's
+    # builtins: one line that names them and the way out, without the
+    # converter's diagnostics on stderr; with 'both' the SavedModel stays.
+    alg = exported('agent_any_step_goals').alg
     capfd.readouterr()
     with pytest.raises(ValueError) as raised:
         export_policy(alg, str(tmp_path / 'p'), 'tflite')
