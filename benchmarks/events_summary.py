@@ -11,7 +11,9 @@ threshold, and the maximum value.
 import argparse
 import os
 
-os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
+from alf_rl.bin.quiet import import_tensorflow
+
+import_tensorflow(start_runtime=False)  # TF's start-up notices dropped
 
 from alf_rl.utils.curves import read_scalar_events as read_scalars  # noqa
 
