@@ -92,6 +92,10 @@ _TAG_PREFIX = 'Metrics_vs_EnvironmentSteps/'
 _ELAPSED_TAG = 'time/elapsed_secs'
 _SEED_LINE = re.compile(r'^\s*TrainerConfig\.random_seed\s*=\s*(-?\d+)\s*$',
                         re.MULTILINE)
+_BUDGET_LINE = re.compile(
+    r'^\s*TrainerConfig\.num_env_steps\s*=\s*([0-9.eE+_]+)\s*$', re.MULTILINE)
+# A run whose last point is this close to its planned env steps finished.
+_FINISHED_FRACTION = 0.99
 _NAME = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]*$')
 # A new process of a resumed run: its clock's start (wall time minus
 # elapsed seconds) moved by more than this.
@@ -132,6 +136,27 @@ def read_seed(run_dir: str) -> Optional[int]:
     except OSError:
         return None
     return int(match.group(1)) if match else None
+
+
+def read_planned_steps(run_dir: str) -> Optional[int]:
+    """The env steps a run was configured to train for:
+    ``TrainerConfig.num_env_steps = N`` in ``run_dir/config.gin``.
+
+    Args:
+        run_dir: an ``alf-train`` root dir.
+    Returns:
+        N (int), or None when there is no such file or line, or N is 0
+        (the run is bounded by iterations instead).
+    """
+    try:
+        with open(os.path.join(run_dir, 'config.gin')) as f:
+            match = _BUDGET_LINE.search(f.read())
+    except OSError:
+        return None
+    if not match:
+        return None
+    steps = int(float(match.group(1).replace('_', '')))
+    return steps or None
 
 
 def read_metric_curve(run_dir: str, metric: str,
@@ -236,7 +261,8 @@ def read_run(run_dir: str, metric: str, source: str) -> Dict[str, Any]:
         source: ``'eval'`` or ``'train'``.
     Returns:
         Dict with seed, run_dir (``~`` for the home directory), final,
-        best, env_steps (at the last point), wall_secs, wall_from,
+        best, env_steps (at the last point), planned_env_steps
+        (``read_planned_steps``; None when unknown), wall_secs, wall_from,
         num_points (of the full curve) and curve (``thin_curve``).
     Raises:
         UsageError: see ``read_metric_curve``.
@@ -249,7 +275,9 @@ def read_run(run_dir: str, metric: str, source: str) -> Dict[str, Any]:
         path = '~' + path[len(home):]
     return {'seed': read_seed(run_dir), 'run_dir': path,
             'final': curve[-1][1], 'best': max(v for _, v in curve),
-            'env_steps': curve[-1][0], 'wall_secs': wall_secs,
+            'env_steps': curve[-1][0],
+            'planned_env_steps': read_planned_steps(run_dir),
+            'wall_secs': wall_secs,
             'wall_from': wall_from, 'num_points': len(curve),
             'curve': thin_curve(curve)}
 
@@ -454,6 +482,28 @@ def _cell(text: str) -> str:
     return ' '.join(str(text).split()).replace('|', '\\|')
 
 
+def budget_cell(seeds: Sequence[Dict[str, Any]]) -> str:
+    """The budget column: the env steps at the seeds' last points (a range
+    when they differ), and for a run that stopped short of its planned
+    env steps (``planned_env_steps``; more than 1% short) how far it got:
+    ``'120k of 1M (unfinished)'``.
+
+    Args:
+        seeds: the record's seed entries.
+    Returns:
+        The cell's text.
+    """
+    fewest, most = (format_steps(f(s['env_steps'] for s in seeds))
+                    for f in (min, max))
+    cell = fewest if fewest == most else fewest + '-' + most
+    planned = [s.get('planned_env_steps') for s in seeds]
+    short = [p for s, p in zip(seeds, planned)
+             if p and s['env_steps'] < _FINISHED_FRACTION * p]
+    if short:
+        cell += ' of %s (unfinished)' % format_steps(max(short))
+    return cell
+
+
 def table_row(record: Dict[str, Any], link_dir: str) -> str:
     """One record as a markdown table row.
 
@@ -465,14 +515,11 @@ def table_row(record: Dict[str, Any], link_dir: str) -> str:
         The row, ``| ... |``.
     """
     seeds = record['seeds']
-    fewest, most = (format_steps(f(s['env_steps'] for s in seeds))
-                    for f in (min, max))
     link = os.path.relpath(os.path.join(REPO_ROOT, record['gin']),
                            link_dir).replace(os.sep, '/')
     cells = [record['task'], record['algorithm'], '[%s](%s)' % (
         os.path.basename(record['gin']), link),
-             fewest if fewest == most else fewest + '-' + most,
-             str(len(seeds)),
+             budget_cell(seeds), str(len(seeds)),
              '%s (%s)' % (record['metric'], record['source']),
              score_cell([s['final'] for s in seeds]),
              format_duration(sum(s['wall_secs'] for s in seeds) /

@@ -152,14 +152,28 @@ def test_table_numbers_order_and_links(records, capsys):
     a2c, ppo = lines[3:]  # sorted by task, then algorithm
     assert ppo == (
         '| Hopper-v5 | PPO | [ppo_hopper.gin](examples/ppo_hopper.gin) | '
-        '3k-4k | 2 | AverageReturn (eval) | 400 [300, 500]; seeds: 300, '
-        '500 | 2 min | 2410 (rl-zoo, PPO, Hopper-v3) |')
+        '3k-4k of 4k (unfinished) | 2 | AverageReturn (eval) | 400 [300, '
+        '500]; seeds: 300, 500 | 2 min | 2410 (rl-zoo, PPO, Hopper-v3) |')
+    # seed0 stopped at 3k of its configured 4k env steps: unfinished.
     # Mean 27.5 of 20 and 35; bootstrap 95% CI of two values: (min, max);
     # wall (220 + 30) / 2 = 125 s.
     assert a2c == (
         '| Hopper-v5 | A2C | [ppo_hopper.gin](examples/ppo_hopper.gin) | '
-        '3k-4k | 2 | AverageReturn (train) | 27.5 [20.0, 35.0]; seeds: '
-        '20.0, 35.0 | 2 min | n/a \\| none |')
+        '3k-4k of 4k (unfinished) | 2 | AverageReturn (train) | 27.5 '
+        '[20.0, 35.0]; seeds: 20.0, 35.0 | 2 min | n/a \\| none |')
+
+
+def test_budget_cell_says_how_far_an_unfinished_run_got(runs):
+    assert bt.read_planned_steps(runs['seed0']) == 4000
+    assert bt.read_planned_steps(runs['empty']) is None
+    done = {'env_steps': 1000472, 'planned_env_steps': 1000000}
+    assert bt.budget_cell([done]) == '1M'
+    assert bt.budget_cell([done, {'env_steps': 120000,
+                                  'planned_env_steps': 1000000}]) == (
+                                      '120k-1M of 1M (unfinished)')
+    # Older records (no planned steps) and iteration-bounded runs.
+    assert bt.budget_cell([{'env_steps': 20000}]) == '20k'
+    assert bt.budget_cell([{'env_steps': 5, 'planned_env_steps': None}]) == '5'
 
 
 def test_write_replaces_between_markers_and_check(records, tmp_path,
