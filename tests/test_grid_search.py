@@ -1,4 +1,5 @@
-"""``alf-grid-search``: grid expansion, runs, resume, failures, summary."""
+"""``alf-grid-search`` end to end: dry run, runs, resume, failures, Ctrl-C,
+summary, optuna (the units of ``alf_rl.tune``: tests/tune/)."""
 
 import json
 import os
@@ -11,6 +12,8 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from alf_rl.bin import grid_search as gs
+from alf_rl.tune.files import ATTEMPTS_FILE, DONE_FILE
+from alf_rl.tune.spec import check_search_record
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GIN = os.path.join(ROOT, 'examples', 'ac_cart_pole.gin')
@@ -67,86 +70,6 @@ def _main(argv):
     return e.value.code
 
 
-def test_grid_expands_to_named_configurations_with_bindings():
-    grid = gs.parse_grid(['PPOLoss.gamma=[0.98, 0.99]',
-                          "Adam.learning_rate = [1e-3, 3e-4]"])
-    assert grid == {'PPOLoss.gamma': [0.98, 0.99],
-                    'Adam.learning_rate': [1e-3, 3e-4]}
-    configs = gs.expand_grid(grid)
-    assert [c.name for c in configs] == [
-        'gamma=0.98,learning_rate=0.001', 'gamma=0.98,learning_rate=0.0003',
-        'gamma=0.99,learning_rate=0.001', 'gamma=0.99,learning_rate=0.0003']
-    assert configs[1].bindings() == ['PPOLoss.gamma=0.98',
-                                     'Adam.learning_rate=0.0003']
-    runs = gs.plan_runs('P', configs[:2], [0, 1])
-    assert [(r.config.name[:10], r.seed) for r in runs] == [
-        ('gamma=0.98', 0), ('gamma=0.98', 0), ('gamma=0.98', 1),
-        ('gamma=0.98', 1)]
-    assert runs[2].root_dir == os.path.join(
-        'P', 'gamma=0.98,learning_rate=0.001', 'seed1')
-    command = gs.train_command(runs[2], ['a.gin'], ['X.y=1'], base=['t'])
-    assert command == ['t', '--root_dir', runs[2].root_dir, '--gin_file',
-                       'a.gin', '--gin_param', 'X.y=1', '--gin_param',
-                       'PPOLoss.gamma=0.98', '--gin_param',
-                       'Adam.learning_rate=0.001', '--gin_param',
-                       'TrainerConfig.random_seed=1']
-    assert gs.expand_grid({}) == [gs.Config('default', {})]
-
-
-def test_names_stay_short_safe_and_distinct():
-    assert gs.config_name({'A.gamma': 0.9, 'B.gamma': 0.8}) == (
-        'A.gamma=0.9,B.gamma=0.8')
-    assert gs.config_name({'N.fc': (64, 64), 'E.use': True}) == (
-        'fc=64-64,use=True')
-    odd = gs.config_name({'E.name': 'a/b c'})
-    assert odd.startswith('name=a_b_c-') and len(odd) == len('name=a_b_c-')+8
-    assert odd != gs.config_name({'E.name': 'a_b c'})
-    long = gs.config_name({'E.name': 'x' * 200})
-    assert len(long) == 80 and long == gs.config_name({'E.name': 'x' * 200})
-    assert long != gs.config_name({'E.name': 'x' * 201})
-
-
-def test_random_samples_are_seeded_distinct_and_in_grid_order():
-    grid = {'A.x': [1, 2, 3, 4], 'A.y': [5, 6, 7]}
-    picked = gs.expand_grid(grid, random_samples=5, sample_seed=3)
-    names = [c.name for c in picked]
-    assert len(set(names)) == 5
-    assert names == [c.name for c in gs.expand_grid(grid)
-                     if c.name in names]
-    assert picked == gs.expand_grid(grid, random_samples=5, sample_seed=3)
-    assert picked != gs.expand_grid(grid, random_samples=5, sample_seed=4)
-    with pytest.raises(ValueError, match='expected 1 to 12'):
-        gs.expand_grid(grid, random_samples=13)
-
-
-@pytest.mark.parametrize('spec, match', [
-    ('PPOLoss.gamma', "expected 'Configurable.param="),
-    ('gamma=[1]', "expected 'Configurable.param="),
-    ('PPOLoss.gamma=[0.9,', 'Python list of literals'),
-    ('PPOLoss.gamma=0.9', 'non-empty list'),
-    ('PPOLoss.gamma=[]', 'non-empty list'),
-    ('TrainerConfig.random_seed=[1, 2]', 'with --seeds'),
-])
-def test_bad_grid_is_one_line(spec, match):
-    with pytest.raises(ValueError, match=match):
-        gs.parse_grid([spec])
-
-
-def test_seeds_and_done_line():
-    assert gs.parse_seeds('0,1,2') == [0, 1, 2]
-    assert gs.parse_seeds('3-5,9') == [3, 4, 5, 9]
-    with pytest.raises(ValueError, match='distinct'):
-        gs.parse_seeds('1,1')
-    with pytest.raises(ValueError, match='integers'):
-        gs.parse_seeds('a')
-    assert gs.parse_done_line(
-        'iter 2\nalf-train: done: Metrics/AverageReturn=19, '
-        'Metrics/EnvironmentSteps=62, iterations=2\n') == {
-            'Metrics/AverageReturn': 19.0,
-            'Metrics/EnvironmentSteps': 62.0, 'iterations': 2.0}
-    assert gs.parse_done_line('iter 1\n') == {}
-
-
 def test_dry_run_prints_the_runs_and_starts_none(tmp_path, capsys):
     parent = str(tmp_path / 'P')
     code = _main(['--gin_file', GIN, '--root_dir', parent, '--grid',
@@ -166,19 +89,9 @@ def test_dry_run_prints_the_runs_and_starts_none(tmp_path, capsys):
 
 def test_a_different_search_is_refused_in_one_line(tmp_path, capsys):
     parent = str(tmp_path / 'P')
-    record = {'gin_files': ['a.gin'], 'grid': {'A.x': [1, 2]},
-              'gin_params': [], 'seeds': [0]}
-    gs.check_search_record(parent, record, force=False)
-    # More seeds are the same search: the record keeps their union.
-    gs.check_search_record(parent, dict(record, seeds=[1, 2]), force=False)
-    with open(os.path.join(parent, gs.SEARCH_FILE)) as f:
-        assert json.load(f)['seeds'] == [0, 1, 2]
-    other = dict(record, grid={'A.x': [1, 3]})
-    with pytest.raises(ValueError, match=r'holds a different search \(differs in '
-                       r'grid; grid: recorded \{"A.x": \[1, 2\]\}, now \{"A.x": \[1, '
-                       r'3\]\}\); use another --root_dir, or --force'):
-        gs.check_search_record(parent, other, force=False)
-    gs.check_search_record(parent, other, force=True)
+    check_search_record(parent, {'gin_files': ['a.gin'],
+                                 'grid': {'A.x': [1, 3]}, 'gin_params': [],
+                                 'seeds': [0]}, force=False)
     code = _main(['--gin_file', GIN, '--root_dir', parent, '--grid',
                   'A.x=[1, 2]', '--dry_run'])
     err = capsys.readouterr().err
@@ -202,12 +115,12 @@ def test_failed_run_is_reported_others_finish_rerun_skips(tmp_path, fake,
     assert ('failed: mode=fail/seed0 (exit 1): alf-train: error: bad value '
             'in %s [%s]' % (bad, bad)) in err
     done = json.load(open(os.path.join(parent, 'mode=ok', 'seed1',
-                                       gs.DONE_FILE)))
+                                       DONE_FILE)))
     assert done['exit_code'] == 0 and done['seed'] == 1
     assert done['metrics'] == {'Metrics/AverageReturn': 1.0,
                                'iterations': 2.0}
     assert done['grid'] == {'E.mode': 'ok'} and done['wall_secs'] > 0
-    assert not os.path.exists(os.path.join(bad, gs.DONE_FILE))
+    assert not os.path.exists(os.path.join(bad, DONE_FILE))
     # Rerun: the finished runs start no process; the failed ones retry.
     assert _main(argv) == 1
     assert sorted(calls()[4:]) == sorted(
@@ -215,7 +128,7 @@ def test_failed_run_is_reported_others_finish_rerun_skips(tmp_path, fake,
         for s in (0, 1))
     assert '2 done' not in capsys.readouterr().out
     with open(os.path.join(parent, 'mode=fail', 'seed0',
-                           gs.ATTEMPTS_FILE)) as f:
+                           ATTEMPTS_FILE)) as f:
         assert [json.loads(line)['exit_code'] for line in f] == [1, 1]
 
 
@@ -358,35 +271,3 @@ def test_optuna_study_runs_trials_and_continues(tmp_path, fake, capsys):
         study_name='alf-grid-search',
         storage='sqlite:///%s/optuna.db' % parent).trials) == 4
     assert 'trial 3: mode=' in capsys.readouterr().out
-
-
-def test_grid_values_that_are_gin_references_bind_as_references():
-    grid = gs.parse_grid([
-        'PPOAlgorithm.reward_normalizer_ctor=["@AdaptiveScalarNormalizer",'
-        ' "@ReturnScaleNormalizer"]',
-        'Net.kernel_initializer=["@VarianceScaling()", "glorot_uniform"]',
-        'PPOLoss.gamma=["%GAMMA", "@ not a reference"]'])
-    configs = gs.expand_grid(grid)
-    assert configs[0].bindings() == [
-        'PPOAlgorithm.reward_normalizer_ctor=@AdaptiveScalarNormalizer',
-        'Net.kernel_initializer=@VarianceScaling()', 'PPOLoss.gamma=%GAMMA']
-    assert configs[-1].bindings() == [
-        'PPOAlgorithm.reward_normalizer_ctor=@ReturnScaleNormalizer',
-        "Net.kernel_initializer='glorot_uniform'",
-        "PPOLoss.gamma='@ not a reference'"]
-    # and gin reads them as the configurables they name
-    import gin
-    import alf_rl.configurables  # noqa: F401
-    from alf_rl.utils.normalizers import ReturnScaleNormalizer
-
-    @gin.configurable('grid_probe')
-    def probe(ctor=None):
-        return ctor
-
-    with gin.unlock_config():
-        gin.parse_config('grid_probe.ctor=%s' % gs.gin_value_text(
-            '@ReturnScaleNormalizer'))
-    try:
-        assert probe() is ReturnScaleNormalizer
-    finally:
-        gin.clear_config()

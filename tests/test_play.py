@@ -114,7 +114,7 @@ def test_played_environment_is_an_evaluation_environment(run, monkeypatch):
     """alf-play builds the environment the trainer evaluates in (for Atari:
     whole games with unclipped rewards)."""
     import alf_rl.environments.utils as env_utils
-    from alf_rl.bin.play import restore_run
+    from alf_rl.runs.restore import restore_run
     calls = []
     real = env_utils.create_environment
 

@@ -1,6 +1,6 @@
 """The package's structural rules, checked on the source (``ast``, no imports).
 
-Five rules, each a test; all of them together read every file once and run
+Six rules, each a test; all of them together read every file once and run
 in well under 2 s. Each failure prints one line per offence.
 
 1. Import direction (STYLE.md, "Shape of the code"). Every module of
@@ -55,6 +55,9 @@ in well under 2 s. Each failure prints one line per offence.
 
 5. One argument name per concept: no ``__init__`` in ``alf_rl/algorithms``
    takes a retired spelling (``_RETIRED_ARGUMENTS``: old name -> new name).
+
+6. Thin command-line files: no file in ``alf_rl/bin`` has more than
+   ``_MAX_BIN_FILE_LINES`` (300) lines.
 """
 
 import ast
@@ -101,7 +104,15 @@ _LAYERS = {
     # Registers every gin-configurable for the command line (imports the
     # packages above); only bin/ imports it.
     'alf_rl.configurables': 9,
-    'alf_rl.bin': 10,
+    # What the commands share (quiet TensorFlow import, gin files with
+    # one-line errors, restoring a run, plotting runs): uses configurables,
+    # trainers and everything below; bin/ and tune/ build on it.
+    'alf_rl.runs': 10,
+    # The hyperparameter search behind alf-grid-search: runs alf-train as
+    # subprocesses and summarizes them; only bin/ imports it.
+    'alf_rl.tune': 11,
+    # The console scripts: flag parsing and a call. Nothing imports bin/.
+    'alf_rl.bin': 12,
     # The package itself (alf_rl/__init__.py) imports nothing of alf_rl.
     'alf_rl': 0,
 }
@@ -605,10 +616,30 @@ def test_algorithms_use_one_argument_name_per_concept():
     assert not problems, '\n'.join(problems)
 
 
+# ---------------------------------------------------------------------------
+# 6. Thin command-line files.
+# ---------------------------------------------------------------------------
+# Lines (all of them) of a file in alf_rl/bin: a console script is flag
+# parsing and a call; a subsystem lives in the package (alf_rl/tune,
+# alf_rl/runs).
+_MAX_BIN_FILE_LINES = 300
+
+
+def test_command_line_files_stay_thin():
+    long = []
+    for rel, (module, text, _) in sorted(_sources().items()):
+        lines = len(text.splitlines())
+        if (_layer(module) == 'alf_rl.bin' and
+                lines > _MAX_BIN_FILE_LINES):
+            long.append('%s: %d lines > %d; move the logic into a package '
+                        'module' % (rel, lines, _MAX_BIN_FILE_LINES))
+    assert not long, '\n'.join(long)
+
+
 @pytest.mark.parametrize('source, expected', [
     ('from alf_rl.bin.quiet import x', ['alf_rl/utils/z.py imports '
                                         'alf_rl.bin.quiet (rank 2 -> rank '
-                                        '10)']),
+                                        '12)']),
     ('def f():\n    from alf_rl import trainers', [
         'alf_rl/utils/z.py imports alf_rl.trainers (rank 2 -> rank 8)']),
     ('from alf_rl.utils import nest\nfrom . import common', []),

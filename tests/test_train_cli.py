@@ -146,7 +146,7 @@ def test_module_path_flag_and_its_errors(tmp_path):
 
 def test_includes_resolve_quietly_and_a_missing_one_is_one_line(
         tmp_path, monkeypatch, caplog):
-    from alf_rl.bin.train import parse_gin
+    from alf_rl.runs.gin_files import parse_gin
     (tmp_path / 'mine.gin').write_text(
         "include 'examples/ppo_cart_pole.gin'\n")
     monkeypatch.chdir(os.path.join(os.path.dirname(__file__), '..'))

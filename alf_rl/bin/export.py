@@ -23,7 +23,7 @@ from typing import List, Sequence
 
 from absl import app, flags
 
-from alf_rl.bin.quiet import import_tensorflow, run_app
+from alf_rl.runs.quiet import import_tensorflow, run_app
 
 FLAGS = flags.FLAGS
 
@@ -63,7 +63,7 @@ def export(root_dir: str, out: str, export_format: str = 'both',
         CheckpointError: no checkpoint, or one that does not match.
     """
     import_tensorflow()
-    from alf_rl.bin.play import restore_run
+    from alf_rl.runs.restore import restore_run
     from alf_rl.export import export_policy, output_paths
     output_paths(out, export_format)  # checks the format before restoring
     env, algorithm = restore_run(root_dir, gin_params=gin_params,

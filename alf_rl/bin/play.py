@@ -26,7 +26,9 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from absl import app, flags
 
-from alf_rl.bin.quiet import import_tensorflow, run_app
+from alf_rl.runs.quiet import import_tensorflow, run_app
+from alf_rl.runs.restore import restore_run
+from alf_rl.runs.video import write_video
 
 FLAGS = flags.FLAGS
 
@@ -45,50 +47,6 @@ def _define_flags():
                         'Play this exported policy (a SavedModel directory '
                         'or a .tflite file from alf-export) instead of the '
                         'checkpoint.')
-
-
-def write_video(frames: Sequence[Any], path: str, fps: int = 30) -> int:
-    """Writes RGB frames ([H, W, 3] uint8 each) to a .gif or .mp4 file.
-
-    Args:
-        frames: list of [H, W, 3] uint8 arrays.
-        path: output path; the suffix chooses the format.
-        fps: frames per second.
-
-    Returns:
-        The number of frames in the file written: for a GIF, Pillow merges
-        identical consecutive frames (adding up their durations), so it may
-        be fewer than ``len(frames)``.
-
-    Raises:
-        ValueError: no frames, an unknown suffix, or ``.mp4`` without
-            imageio.
-    """
-    if not frames:
-        raise ValueError("no frames to write to %s" % path)
-    suffix = os.path.splitext(path)[1].lower()
-    if suffix == '.gif':
-        from PIL import Image
-        images = [Image.fromarray(f) for f in frames]
-        images[0].save(path,
-                       save_all=True,
-                       append_images=images[1:],
-                       duration=max(int(1000 / fps), 20),
-                       loop=0)
-        with Image.open(path) as written:
-            return written.n_frames
-    elif suffix == '.mp4':
-        try:
-            import imageio
-            import imageio_ffmpeg  # noqa: F401 (imageio's mp4 writer)
-        except ImportError as e:
-            raise ValueError("writing .mp4 needs the [render] extra "
-                             "(pip install 'alf_rl[render]')") from e
-        imageio.mimwrite(path, frames, fps=fps)
-        return len(frames)
-    else:
-        raise ValueError("--record_file must end in .gif or .mp4, got %r" %
-                         path)
 
 
 def play(root_dir: str, num_episodes: int = 5,
@@ -146,67 +104,6 @@ def play(root_dir: str, num_episodes: int = 5,
     print('alf-play: mean return %.2f over %d episodes (%.1f s)' %
           (sum(returns) / len(returns), len(returns), time.time() - start))
     return returns
-
-
-def restore_run(root_dir: str, render: bool = False,
-                gin_params: Sequence[str] = (), max_episode_steps: int = 0,
-                seed: int = 0, restore_algorithm: bool = True,
-                prog: str = 'alf-play') -> Tuple[Any, Any]:
-    """Parses a run's config; builds one environment and the algorithm.
-
-    Args:
-        root_dir: a run directory written by ``alf-train``.
-        render: build the environment with ``render_mode='rgb_array'``.
-        gin_params: extra gin bindings, applied after ``config.gin``.
-        max_episode_steps: cap on steps per episode (0: the env default).
-        seed: seed of the environment (and of TensorFlow, numpy, Python).
-        restore_algorithm: build the algorithm and restore the newest
-            checkpoint of ``root_dir/ckpt`` (else the algorithm is None).
-        prog: the command named in the "restored" line.
-
-    Returns:
-        ``(environment with batch size 1, algorithm or None)``.
-
-    Raises:
-        ValueError: ``root_dir`` has no ``config.gin``.
-        CheckpointError: no checkpoint, or one that does not match.
-    """
-    import gin
-    import alf_rl.configurables  # noqa: F401
-    from alf_rl.environments.utils import create_environment
-    from alf_rl.trainers.trainer import TrainerConfig
-    from alf_rl.utils.checkpoint import Checkpointer, CheckpointError
-    from alf_rl.utils.common import set_random_seed
-
-    config_file = os.path.join(root_dir, 'config.gin')
-    if not os.path.exists(config_file):
-        raise ValueError("%s not found: is %s a root_dir written by "
-                         "alf-train?" % (config_file, root_dir))
-    bindings = list(gin_params or [])
-    if render:
-        bindings.append("create_environment.render_mode='rgb_array'")
-    if max_episode_steps:
-        bindings.append('create_environment.max_episode_steps=%d' %
-                        max_episode_steps)
-    gin.parse_config_files_and_bindings([config_file], bindings,
-                                        finalize_config=False)
-    set_random_seed(seed)
-    # Played as evaluated: whole games with unclipped rewards for Atari.
-    env = create_environment(num_parallel_environments=1,
-                             seed=seed,
-                             use_subprocess=False, evaluation=True)
-    if not restore_algorithm:
-        return env, None
-    config = TrainerConfig()
-    algorithm = config.algorithm_ctor(observation_spec=env.observation_spec(),
-                                      action_spec=env.action_spec())
-    ckpt_dir = os.path.join(root_dir, 'ckpt')
-    if not Checkpointer(ckpt_dir).latest_path():
-        raise CheckpointError("no checkpoint in %s" % ckpt_dir)
-    checkpointer = Checkpointer(ckpt_dir, algorithm=algorithm)
-    path = checkpointer.restore()
-    print('%s: restored %s' % (prog, path))
-    return env, algorithm
 
 
 def _algorithm_policy_fn(algorithm: Any) -> Tuple[Callable, Callable]:

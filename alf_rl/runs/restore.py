@@ -1,0 +1,70 @@
+"""Rebuilds a finished run: its environment and its restored algorithm.
+
+``alf-play`` and ``alf-export`` (and benchmarks that measure a trained
+policy) start from a run directory written by ``alf-train``: its
+operative ``config.gin`` and the newest checkpoint in ``ckpt/``.
+"""
+
+import os
+from typing import Any, Sequence, Tuple
+
+
+def restore_run(root_dir: str, render: bool = False,
+                gin_params: Sequence[str] = (), max_episode_steps: int = 0,
+                seed: int = 0, restore_algorithm: bool = True,
+                prog: str = 'alf-play') -> Tuple[Any, Any]:
+    """Parses a run's config; builds one environment and the algorithm.
+
+    Args:
+        root_dir: a run directory written by ``alf-train``.
+        render: build the environment with ``render_mode='rgb_array'``.
+        gin_params: extra gin bindings, applied after ``config.gin``.
+        max_episode_steps: cap on steps per episode (0: the env default).
+        seed: seed of the environment (and of TensorFlow, numpy, Python).
+        restore_algorithm: build the algorithm and restore the newest
+            checkpoint of ``root_dir/ckpt`` (else the algorithm is None).
+        prog: the command named in the "restored" line.
+
+    Returns:
+        ``(environment with batch size 1, algorithm or None)``.
+
+    Raises:
+        ValueError: ``root_dir`` has no ``config.gin``.
+        CheckpointError: no checkpoint, or one that does not match.
+    """
+    import gin
+    import alf_rl.configurables  # noqa: F401
+    from alf_rl.environments.utils import create_environment
+    from alf_rl.trainers.trainer import TrainerConfig
+    from alf_rl.utils.checkpoint import Checkpointer, CheckpointError
+    from alf_rl.utils.common import set_random_seed
+
+    config_file = os.path.join(root_dir, 'config.gin')
+    if not os.path.exists(config_file):
+        raise ValueError("%s not found: is %s a root_dir written by "
+                         "alf-train?" % (config_file, root_dir))
+    bindings = list(gin_params or [])
+    if render:
+        bindings.append("create_environment.render_mode='rgb_array'")
+    if max_episode_steps:
+        bindings.append('create_environment.max_episode_steps=%d' %
+                        max_episode_steps)
+    gin.parse_config_files_and_bindings([config_file], bindings,
+                                        finalize_config=False)
+    set_random_seed(seed)
+    # Played as evaluated: whole games with unclipped rewards for Atari.
+    env = create_environment(num_parallel_environments=1,
+                             seed=seed,
+                             use_subprocess=False, evaluation=True)
+    if not restore_algorithm:
+        return env, None
+    config = TrainerConfig()
+    algorithm = config.algorithm_ctor(observation_spec=env.observation_spec(),
+                                      action_spec=env.action_spec())
+    ckpt_dir = os.path.join(root_dir, 'ckpt')
+    if not Checkpointer(ckpt_dir).latest_path():
+        raise CheckpointError("no checkpoint in %s" % ckpt_dir)
+    checkpointer = Checkpointer(ckpt_dir, algorithm=algorithm)
+    path = checkpointer.restore()
+    print('%s: restored %s' % (prog, path))
+    return env, algorithm
