@@ -17,6 +17,11 @@ ROOT_DIR ?= runs/ac_cart_pole
 # saying so, where there is none.
 PY313 ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13) $(shell command -v python3.13 2>/dev/null))
 VENV313 ?= .venv313
+# setuptools' editable install prints an information banner ("Editable
+# installation ... be careful with folders in your working directory with the
+# same name as your package"), which says nothing about this project; it is
+# filtered by its exact text, so deprecation warnings would still show.
+QUIET_BUILD = PYTHONWARNINGS='ignore:Editable installation.:UserWarning'
 QUICK_TESTS ?= tests/test_structure.py tests/ops tests/metrics tests/utils tests/replay tests/networks 'tests/test_examples.py::test_example_trains_briefly[ac_cart_pole.gin]'
 
 .PHONY: install install-test train test test-py313 lint format-check clean
@@ -26,10 +31,10 @@ $(VENV)/bin/python:
 	$(VENV)/bin/pip install -q --upgrade pip
 
 install: $(VENV)/bin/python
-	$(VENV)/bin/pip install -q -e .
+	$(QUIET_BUILD) $(VENV)/bin/pip install -q -e .
 
 install-test: $(VENV)/bin/python
-	$(VENV)/bin/pip install -q -e '.[test,dist,export,atari]'
+	$(QUIET_BUILD) $(VENV)/bin/pip install -q -e '.[test,dist,export,atari]'
 
 train: install
 	$(VENV)/bin/alf-train --gin_file examples/ac_cart_pole.gin --root_dir $(ROOT_DIR)
@@ -45,7 +50,7 @@ test-py313:
 		echo "make test: quick suite on $$($(PY313) --version) ($(PY313))" && \
 		$(PY313) -m venv $(VENV313) && \
 		$(VENV313)/bin/pip install -q --upgrade pip && \
-		$(VENV313)/bin/pip install -q -e '.[test]' && \
+		$(QUIET_BUILD) $(VENV313)/bin/pip install -q -e '.[test]' && \
 		$(VENV313)/bin/python -m pytest -n 2 -q -p no:cacheprovider $(QUICK_TESTS); \
 	fi
 
