@@ -13,7 +13,7 @@ discount 1, so truncation bootstraps.
 
 import collections
 import sys
-from typing import Any, Dict, Iterable, Optional, Union
+from typing import Any, Dict, Iterable, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 
@@ -37,15 +37,18 @@ def namedtuple(typename: str, field_names: Union[str, Iterable[str]],
     Returns:
         The new namedtuple class.
     """
-    cls = collections.namedtuple(typename, field_names)
-    defaults = dict((f, default_value) for f in cls._fields)
+    # mypy cannot type a namedtuple whose name is not a literal.
+    cls: Any = collections.namedtuple(  # type: ignore[misc]
+        typename, field_names)
+    fields: Tuple[str, ...] = cls._fields
+    defaults: Dict[str, Any] = {f: default_value for f in fields}
     if default_values:
-        unknown = set(default_values) - set(cls._fields)
+        unknown = set(default_values) - set(fields)
         if unknown:
             raise ValueError("%s has no fields %s; fields are %s" %
-                             (typename, sorted(unknown), cls._fields))
+                             (typename, sorted(unknown), fields))
         defaults.update(default_values)
-    cls.__new__.__defaults__ = tuple(defaults[f] for f in cls._fields)
+    cls.__new__.__defaults__ = tuple(defaults[f] for f in fields)
     return cls
 
 
@@ -70,6 +73,7 @@ def _compare(step_type, value):
 class _StepTypeMixin(object):
     """``is_first``/``is_mid``/``is_last`` for tensors and numpy arrays."""
     __slots__ = ()
+    step_type: TensorOrArray  # a field of the namedtuple it is mixed into
 
     def is_first(self) -> TensorOrArray:
         """A bool tensor/array shaped like ``step_type``: [B] or [T, B]."""
@@ -86,7 +90,7 @@ class _StepTypeMixin(object):
 
 class TimeStep(
         _StepTypeMixin,
-        namedtuple('TimeStep', [
+        namedtuple('TimeStep', [  # type: ignore[misc]
             'step_type', 'reward', 'discount', 'observation', 'prev_action',
             'env_id'
         ])):
@@ -104,29 +108,36 @@ class TimeStep(
     __slots__ = ()
 
 
-PolicyStep = namedtuple('PolicyStep', ['action', 'state', 'info'],
-                        default_value=())
-PolicyStep.__doc__ = """What an RL algorithm's predict/rollout/train_step return.
+class PolicyStep(NamedTuple):
+    """What an RL algorithm's predict/rollout/train_step return.
 
-Fields:
-    action: nest of [B, ...] sampled (or greedy) actions.
-    state: nest of [B, ...], the next policy state (``()`` if stateless).
-    info: nest of [B, ...], whatever the loss needs (distributions allowed).
-"""
+    Fields:
+        action: nest of [B, ...] sampled (or greedy) actions.
+        state: nest of [B, ...], the next policy state (``()`` if stateless).
+        info: nest of [B, ...], whatever the loss needs (distributions
+            allowed).
+    """
+    action: Any = ()
+    state: Any = ()
+    info: Any = ()
 
-AlgStep = namedtuple('AlgStep', ['output', 'state', 'info'], default_value=())
-AlgStep.__doc__ = """One step of an algorithm whose output is not an action.
 
-Fields:
-    output: nest of [B, ...] (an intrinsic reward, an embedding, ...).
-    state: nest of [B, ...] next state.
-    info: nest of [B, ...] for the loss.
-"""
+class AlgStep(NamedTuple):
+    """One step of an algorithm whose output is not an action.
+
+    Fields:
+        output: nest of [B, ...] (an intrinsic reward, an embedding, ...).
+        state: nest of [B, ...] next state.
+        info: nest of [B, ...] for the loss.
+    """
+    output: Any = ()
+    state: Any = ()
+    info: Any = ()
 
 
 class Experience(
         _StepTypeMixin,
-        namedtuple('Experience', [
+        namedtuple('Experience', [  # type: ignore[misc]
             'step_type', 'reward', 'discount', 'observation', 'prev_action',
             'env_id', 'action', 'rollout_info', 'state'
         ],
@@ -143,36 +154,42 @@ class Experience(
     __slots__ = ()
 
 
-TrainingInfo = namedtuple(
-    'TrainingInfo',
-    ['action', 'step_type', 'reward', 'discount', 'info', 'rollout_info',
-     'env_id'],
-    default_value=())
-TrainingInfo.__doc__ = """What ``calc_loss`` sees, time-major [T, B, ...].
+class TrainingInfo(NamedTuple):
+    """What ``calc_loss`` sees, time-major [T, B, ...].
 
-Fields:
-    action: nest of [T, B, ...] actions taken (gradient stopped).
-    step_type: [T, B] int32.
-    reward: [T, B] float32, reward[t] arrives with step t.
-    discount: [T, B] float32.
-    info: nest of [T, B, ...], rollout's info (on-policy) or train_step's
-        info (off-policy).
-    rollout_info: nest of [T, B, ...], the stored rollout info (off-policy;
-        ``()`` on-policy).
-    env_id: [T, B] int32.
-"""
+    Fields:
+        action: nest of [T, B, ...] actions taken (gradient stopped).
+        step_type: [T, B] int32.
+        reward: [T, B] float32, reward[t] arrives with step t.
+        discount: [T, B] float32.
+        info: nest of [T, B, ...], rollout's info (on-policy) or
+            train_step's info (off-policy).
+        rollout_info: nest of [T, B, ...], the stored rollout info
+            (off-policy; ``()`` on-policy).
+        env_id: [T, B] int32.
+    """
+    action: Any = ()
+    step_type: Any = ()
+    reward: Any = ()
+    discount: Any = ()
+    info: Any = ()
+    rollout_info: Any = ()
+    env_id: Any = ()
 
-LossInfo = namedtuple('LossInfo', ['loss', 'scalar_loss', 'extra'],
-                      default_value=())
-LossInfo.__doc__ = """A loss and what is worth summarizing about it.
 
-Fields:
-    loss: [T, B] or [B] float32 per-sample loss (masked and averaged by
-        ``train_complete``), or ``()``.
-    scalar_loss: [] float32 added after the reduction, or ``()``.
-    extra: nest of [T, B], [B] or [] tensors, for summaries only (averaged
-        the same way as ``loss``).
-"""
+class LossInfo(NamedTuple):
+    """A loss and what is worth summarizing about it.
+
+    Fields:
+        loss: [T, B] or [B] float32 per-sample loss (masked and averaged by
+            ``train_complete``), or ``()``.
+        scalar_loss: [] float32 added after the reduction, or ``()``.
+        extra: nest of [T, B], [B] or [] tensors, for summaries only
+            (averaged the same way as ``loss``).
+    """
+    loss: Any = ()
+    scalar_loss: Any = ()
+    extra: Any = ()
 
 
 def make_experience(time_step: 'TimeStep', policy_step: 'PolicyStep',

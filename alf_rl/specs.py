@@ -48,7 +48,8 @@ class BoundedTensorSpec(tf.TensorSpec):
             raise ValueError(
                 "BoundedTensorSpec bounds must broadcast to shape %s; got "
                 "minimum %s and maximum %s (%s)" %
-                (self.shape, np.shape(minimum), np.shape(maximum), e))
+                (self.shape, np.shape(minimum), np.shape(maximum),
+                 e)) from e
         if np.any(lo > hi):
             raise ValueError("BoundedTensorSpec: minimum %s exceeds maximum %s"
                              % (minimum, maximum))
@@ -185,9 +186,9 @@ def spec_from_gym_space(space: Any, name: Optional[str] = None) -> Nest:
         return BoundedTensorSpec((), tf.int64, start, start + int(space.n) - 1,
                                  name)
     if isinstance(space, spaces.MultiDiscrete):
-        start = np.asarray(getattr(space, 'start', 0))
-        return BoundedTensorSpec(space.shape, tf.int64, start,
-                                 start + np.asarray(space.nvec) - 1, name)
+        starts = np.asarray(getattr(space, 'start', 0))
+        return BoundedTensorSpec(space.shape, tf.int64, starts,
+                                 starts + np.asarray(space.nvec) - 1, name)
     if isinstance(space, spaces.MultiBinary):
         return BoundedTensorSpec(space.shape, tf.int8, 0, 1, name)
     if isinstance(space, spaces.Dict):

@@ -1,6 +1,7 @@
-"""Every relative link of README.md and docs/*.md resolves: to a file or
-directory of this repository (never outside it) and, with a ``#anchor``
-into a markdown page, to one of that page's headings."""
+"""Every relative link of README.md, CONTRIBUTING.md, CHANGELOG.md and
+docs/*.md resolves: to a file or directory of this repository (never
+outside it) and, with a ``#anchor`` into a markdown page, to one of that
+page's headings."""
 
 import glob
 import os
@@ -24,7 +25,7 @@ _HEADING = re.compile(r'^#{1,6}\s+(.*?)\s*#*\s*$', re.MULTILINE)
 
 def _pages() -> list:
     """The checked pages, relative to the repository root."""
-    pages = ['README.md'] + sorted(
+    pages = ['README.md', 'CONTRIBUTING.md', 'CHANGELOG.md'] + sorted(
         os.path.relpath(p, REPO)
         for p in glob.glob(os.path.join(REPO, 'docs', '*.md')))
     return [p.replace(os.sep, '/') for p in pages]

@@ -12,7 +12,6 @@ from PIL import Image
 from alf_rl.bin.export import export
 from alf_rl.bin.play import play, write_video
 from alf_rl.bin.train import train
-from alf_rl.utils.checkpoint import CheckpointError
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), '..', 'examples',
                        'ac_cart_pole.gin')

@@ -496,7 +496,7 @@ def _code_lines(node, code_lines):
 @functools.lru_cache(maxsize=None)
 def _function_sizes():
     sizes = {}
-    for rel, (module, text, tree) in _sources().items():
+    for module, text, tree in _sources().values():
         code = _code_line_numbers(text)
         for qualified, node in _functions(module, tree):
             sizes[qualified] = _code_lines(node, code)

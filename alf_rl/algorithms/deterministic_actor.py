@@ -18,7 +18,7 @@ from alf_rl.ops.losses import dqda_loss
 from alf_rl.utils import nest as nest_utils
 from alf_rl.utils.common import make_stateless_seed, ou_noise_state_spec
 
-Nest = Any
+from alf_rl.utils.nest import Nest
 
 
 def leaf_seeds(n: int) -> List[tf.Tensor]:

@@ -61,7 +61,7 @@ from alf_rl.specs import is_bounded, is_discrete, num_discrete_actions
 from alf_rl.utils.common import check_feed_forward, make_stateless_seed
 from alf_rl.utils.schedules import LinearSchedule
 
-Nest = Any
+from alf_rl.utils.nest import Nest
 
 DqnInfo = namedtuple(
     'DqnInfo',

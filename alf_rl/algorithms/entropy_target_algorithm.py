@@ -40,7 +40,7 @@ update, not a window average; a constant entropy still moves alpha (ALF's
 step was zero without a trend).
 """
 
-from typing import Any, Optional
+from typing import Optional
 
 import gin
 import numpy as np
@@ -53,7 +53,7 @@ from alf_rl.ops import distributions as dist_ops
 from alf_rl.ops.masks import masked_mean
 from alf_rl.utils.common import make_stateless_seed, valid_step_mask
 
-Nest = Any
+from alf_rl.utils.nest import Nest
 
 EntropyTargetLossInfo = namedtuple(
     'EntropyTargetLossInfo',

@@ -20,7 +20,6 @@ import tensorflow as tf
 from alf_rl.algorithms.actor_critic_loss import (ActorCriticLoss,
                                                  ElementWiseLoss)
 from alf_rl.data_structures import LossInfo, TrainingInfo, namedtuple
-from alf_rl.ops import distributions as dist_ops
 from alf_rl.ops import losses, policy_losses
 from alf_rl.utils.common import valid_step_mask
 from alf_rl.utils.schedules import schedule_value

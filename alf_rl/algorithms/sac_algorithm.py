@@ -71,7 +71,7 @@ from alf_rl.ops.td_targets import (expected_soft_state_value,
 from alf_rl.utils.common import (check_feed_forward, make_stateless_seed,
                                  valid_step_mask)
 
-Nest = Any
+from alf_rl.utils.nest import Nest
 
 SacInfo = namedtuple(
     'SacInfo',

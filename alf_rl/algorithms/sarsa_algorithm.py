@@ -47,7 +47,7 @@ from alf_rl.ops.masks import pad_last_row
 from alf_rl.ops.td_targets import one_step_td_target
 from alf_rl.utils.common import check_feed_forward
 
-Nest = Any
+from alf_rl.utils.nest import Nest
 
 SarsaRolloutState = namedtuple(
     'SarsaRolloutState',

@@ -37,7 +37,7 @@ from alf_rl.algorithms.deterministic_actor import leaf_seeds
 from alf_rl.data_structures import TrainingInfo
 from alf_rl.ops.exploration import smoothed_target_action
 
-Nest = Any
+from alf_rl.utils.nest import Nest
 
 
 @gin.configurable

@@ -485,7 +485,8 @@ class RayActorPool(object):
             raise ActorFailedError(
                 "%s did not start within %.0f s (is the cluster short of "
                 "CPUs or memory? see `ray status`)" %
-                (describe_actor(index, self._batch), _START_TIMEOUT), index)
+                (describe_actor(index, self._batch), _START_TIMEOUT),
+                index) from None
         except ray.exceptions.RayActorError as e:
             raise ActorFailedError(
                 "%s could not start: %s" % (describe_actor(

@@ -91,7 +91,8 @@ def _pack(structure, it):
     try:
         return next(it)
     except StopIteration:
-        raise ValueError("pack_nest_as: too few leaves for the structure")
+        raise ValueError(
+            "pack_nest_as: too few leaves for the structure") from None
 
 
 def map_nest(fn: Callable[..., Any], *nests: Any) -> Any:

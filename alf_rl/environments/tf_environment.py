@@ -340,7 +340,7 @@ class _PyEnvironmentState(tf.__internal__.tracking.Trackable):
         except TypeError as e:
             raise TypeError(
                 "%s.get_state() must return JSON-serializable values (lists, "
-                "not numpy arrays): %s" % (type(self._env).__name__, e))
+                "not numpy arrays): %s" % (type(self._env).__name__, e)) from e
         with tf.init_scope():
             return {'json': tf.constant(text, tf.string)}
 
@@ -465,7 +465,7 @@ class TFPyEnvironment(TFEnvironment):
         except AttributeError:
             raise ValueError(
                 "the PyEnvironment returned %s, expected a TimeStep" %
-                type(ts).__name__)
+                type(ts).__name__) from None
         checks = self._fast_checks
         if len(flat) == len(checks):
             for x, (shape, dtype) in zip(flat, checks):

@@ -7,7 +7,7 @@ that it is deprecated).
 """
 
 import os
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -91,7 +91,7 @@ class LoadedPolicy(object):
         """Names of the ``action`` signature's inputs, sorted."""
         return sorted(self._inputs)
 
-    def input_spec(self, name: str) -> Tuple[List[int], Any]:
+    def input_spec(self, name: str) -> Tuple[List[Optional[int]], Any]:
         """``(shape without the batch dim, numpy dtype)`` of an input.
 
         Args:

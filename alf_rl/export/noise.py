@@ -20,9 +20,9 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_probability as tfp
 
-tfd = tfp.distributions
+from alf_rl.utils.nest import Nest
 
-Nest = Any
+tfd = tfp.distributions
 
 
 def _noise_leaf_shape(dist: Any) -> List[int]:
@@ -46,7 +46,7 @@ def _noise_leaf_shape(dist: Any) -> List[int]:
 
 
 def noise_shapes(nest_of_distributions: Nest, outer_rank: int = 1
-                 ) -> List[List[int]]:
+                 ) -> List[Optional[List[int]]]:
     """The noise each leaf of a distribution nest consumes, without the
     outer (batch) dims.
 

@@ -21,10 +21,11 @@ The greedy ``action`` is ``algorithm.predict(algorithm.transform_timestep(
 time_step), state).action`` traced as is (for an ``Agent`` whose goal
 generator changes goals only at episode starts, such as a
 ``SkillGenerator``, the goal is the state input and the generator is not
-run: exported steps are never FIRST; see ``greedy_action``), so the observation transformers
-and normalizer of the run are folded in (their statistics become constants
-of the exported model). The stochastic ``action`` uses the same actor
-network and normalization, and samples with the noise input.
+run: exported steps are never FIRST; see ``greedy_action``), so the
+observation transformers and normalizer of the run are folded in (their
+statistics become constants of the exported model). The stochastic
+``action`` uses the same actor network and normalization, and samples with
+the noise input.
 
 Only the variables the traced functions read are tracked (not critics,
 target networks or optimizer slots), so the SavedModel holds the policy
@@ -34,7 +35,6 @@ alone.
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
-import numpy as np
 import tensorflow as tf
 import tensorflow_probability as tfp
 
@@ -43,7 +43,7 @@ from alf_rl.data_structures import StepType, TimeStep
 from alf_rl.export.noise import noise_kinds, noise_shapes, sample_with_noise
 from alf_rl.utils import nest as nest_utils
 
-Nest = Any
+from alf_rl.utils.nest import Nest
 ACTION_SIGNATURE = 'action'
 INITIAL_STATE_SIGNATURE = 'initial_state'
 
@@ -119,7 +119,7 @@ def _mid_time_step(algorithm: Any, observation: Nest) -> TimeStep:
 
 
 def action_distribution(algorithm: Any, observation: Nest,
-                        state: Nest) -> Tuple[Nest, Nest]:
+                        state: Any) -> Tuple[Nest, Nest]:
     """The actor's action distributions and the next predict state.
 
     Args:
@@ -127,7 +127,8 @@ def action_distribution(algorithm: Any, observation: Nest,
             ``Agent`` wrapping one (its encoder and goal generator run
             first, as in its ``predict``).
         observation: nest of [B, ...] transformed observations.
-        state: the predict state nest, [B, ...] leaves.
+        state: the predict state nest, [B, ...] leaves (an ``AgentState``
+            for an ``Agent``, whose fields are read).
     Returns:
         ``(distributions with batch shape [B], next predict state)``.
     Raises:
@@ -158,7 +159,7 @@ def action_distribution(algorithm: Any, observation: Nest,
 
 
 def greedy_action(algorithm: Any, time_step: TimeStep,
-                  state: Nest) -> Tuple[Nest, Nest]:
+                  state: Any) -> Tuple[Nest, Nest]:
     """``algorithm.predict``'s action and next state on exported steps.
 
     Exported steps are never FIRST: an ``Agent`` whose goal generator
@@ -170,7 +171,8 @@ def greedy_action(algorithm: Any, time_step: TimeStep,
     Args:
         algorithm: an ``RLAlgorithm`` (or ``Agent``).
         time_step: transformed ``TimeStep`` with [B, ...] leaves, MID steps.
-        state: the predict state nest, [B, ...] leaves.
+        state: the predict state nest, [B, ...] leaves (an ``AgentState``
+            for an ``Agent``, whose fields are read).
     Returns:
         ``(action nest [B, ...], next predict state)``.
     """
@@ -244,10 +246,9 @@ class ExportedPolicy(tf.Module):
         variables = list(self.action_function.variables)
         if self.initial_state_function is not None:
             variables += list(self.initial_state_function.variables)
-        seen = set()
-        self._policy_variables = [
-            v for v in variables if id(v) not in seen and not seen.add(id(v))
-        ]
+        # Each variable once, in first-seen order.
+        self._policy_variables = list(
+            {id(v): v for v in variables}.values())
 
     def _noise_specs(self) -> List[Tuple[str, List[int]]]:
         """Names and shapes of the noise inputs, one per stochastic leaf."""
@@ -258,7 +259,7 @@ class ExportedPolicy(tf.Module):
             algorithm, observation, algorithm.get_initial_predict_state(1))
         return [(n, shape) for n, shape in zip(self._noise_names(dist),
                                                noise_shapes(dist))
-                if n is not None]
+                if n is not None and shape is not None]
 
     def _noise_names(self, dist: Nest) -> List[Optional[str]]:
         """Per action leaf, its noise input's name (``gumbel``/``eps``

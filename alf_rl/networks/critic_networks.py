@@ -56,7 +56,7 @@ class CriticNetwork(Network):
             raise ValueError(
                 "%s: input_tensor_spec must be (observation_spec, "
                 "action_spec), got %s" % (name, input_tensor_spec))
-        input_tensor_spec = tuple(input_tensor_spec)
+        input_tensor_spec = (input_tensor_spec[0], input_tensor_spec[1])
         super().__init__(input_tensor_spec, name=name)
         self._set_ctor_args(ctor_args)
         observation_spec, action_spec = input_tensor_spec
@@ -77,8 +77,9 @@ class CriticNetwork(Network):
                               fc_layer_params=joint_fc_layer_params,
                               last_layer_size=1, name='joint')
 
-    def _call(self, inputs: Tuple[Nest, Nest], state: Nest,
-              outer_rank: int) -> Tuple[tf.Tensor, Nest]:
+    # Narrower than Network._call's nest on purpose: a critic takes a pair.
+    def _call(self, inputs: Tuple[Nest, Nest],  # type: ignore[override]
+              state: Nest, outer_rank: int) -> Tuple[tf.Tensor, Nest]:
         """Q(s, a).
 
         Args:

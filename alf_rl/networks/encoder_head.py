@@ -81,7 +81,8 @@ class EncoderHead(Network):
                  name: str):
         super().__init__(input_tensor_spec, name=name)
         self._set_ctor_args(ctor_args)
-        self._encoder = None
+        # Set by the subclass through _make_encoder.
+        self._encoder: Any = None
 
     def _make_encoder(self, encoding_network_ctor: EncoderCtor,
                       encoder_kwargs: Dict[str, Any],

@@ -104,7 +104,7 @@ class EncodingNetwork(Network):
 
         with self.name_scope:
             # One conv stack per image leaf (None for the other leaves).
-            self._conv_stacks = []
+            self._conv_stacks: List[Optional[list]] = []
             sizes = []
             for i, spec in enumerate(flat_specs):
                 shape = spec.shape.as_list()

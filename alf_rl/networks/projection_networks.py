@@ -11,15 +11,14 @@ from typing import List, Optional
 import gin
 import numpy as np
 import tensorflow as tf
-import tensorflow_probability as tfp
 import tf_keras
+from tensorflow_probability import bijectors as tfb
+from tensorflow_probability import distributions as tfd
 
 from alf_rl import specs as alf_specs
 from alf_rl.networks.network import build_layer
 from alf_rl.ops.distributions import StableTanh
 
-tfd = tfp.distributions
-tfb = tfp.bijectors
 
 # Logit added to values outside an element's range when the elements of a
 # vector (MultiDiscrete) spec have different numbers of values. Finite, so

@@ -12,7 +12,7 @@ per LSTM layer, each leaf ``tf.TensorSpec([lstm_size[i]], tf.float32)``.
 """
 
 import functools
-from typing import Any, Optional, Sequence, Tuple, Union
+from typing import Any, Optional, Sequence, Tuple, Union, cast
 
 import gin
 import tensorflow as tf
@@ -161,7 +161,8 @@ class LSTMEncodingNetwork(Network):
                                    s.dtype), self._state_spec)
         tf.nest.assert_same_structure(state, self._state_spec)
         new_state = []
-        for cell, (h_state, c_state) in zip(self._cells, state):
+        pairs = cast(Sequence[Any], state)  # ((h, c), ...), checked above
+        for cell, (h_state, c_state) in zip(self._cells, pairs):
             h, (h_state, c_state) = cell(h, [h_state, c_state])
             new_state.append((h_state, c_state))
         out, _ = self._output_encoder(h)

@@ -29,16 +29,13 @@ from typing import Any, Callable, Dict, Optional, Union
 import numpy as np
 import tensorflow as tf
 import tensorflow_probability as tfp
+from tensorflow_probability import bijectors as tfb
+from tensorflow_probability import distributions as tfd
 
 from alf_rl.utils import nest as nest_utils
 from alf_rl.utils.common import make_stateless_seed
 
-tfd = tfp.distributions
-tfb = tfp.bijectors
-
-#: A nest (tuples, lists, dicts, namedtuples) of tensors, distributions or
-#: specs.
-Nest = Any
+from alf_rl.utils.nest import Nest
 #: ``None``, an int, or a stateless [2] int seed tensor.
 Seed = Union[None, int, tf.Tensor]
 

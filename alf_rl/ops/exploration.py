@@ -75,6 +75,9 @@ def exploration_noise(
         ValueError: an unknown ``kind``.
     """
     if kind == 'ou':
+        if ou_tm1 is None:
+            raise ValueError("ou_tm1: the OU processes' values are needed "
+                             "for kind='ou', got None")
         noise = [ou_step(x, damping, stddev, s) for x, s in zip(ou_tm1, seeds)]
         new_ou = noise
     elif kind == 'gaussian':

@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from alf_rl.ops.masks import replica_sum
 
-Nest = Union[tf.Tensor, list, tuple, dict]
+from alf_rl.utils.nest import Nest
 Scalar = Union[float, tf.Tensor]
 
 

@@ -39,22 +39,19 @@ experiments; lambda multiplies the truncated trace as section 4.1 of the
 paper suggests.
 """
 
-from typing import Optional, Union
+from typing import Any, NamedTuple, Optional, Union
 
 import numpy as np
 import tensorflow as tf
 
-from alf_rl.data_structures import StepType, namedtuple
+from alf_rl.data_structures import StepType
 
 TensorLike = Union[tf.Tensor, np.ndarray]
 
-VTraceReturns = namedtuple(
-    'VTraceReturns',
-    [
-        'vs',  # [T-1, B] V-trace value targets vs_0 .. vs_{T-2}
-        'pg_advantages',  # [T-1, B] policy-gradient advantages A^pg_t
-    ],
-    default_value=())
+class VTraceReturns(NamedTuple):
+    """What ``vtrace_returns`` computes."""
+    vs: Any = ()  # [T-1, B] V-trace value targets vs_0 .. vs_{T-2}
+    pg_advantages: Any = ()  # [T-1, B] policy-gradient advantages A^pg_t
 
 
 def vtrace_returns(log_rhos: TensorLike,

@@ -34,7 +34,7 @@ actor's message the learner takes next depends on timing.
 
 import os
 import sys
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Dict, Optional
 
 import gin
 import tensorflow as tf

@@ -11,7 +11,7 @@ imports TensorFlow quietly. Used by ``ThreadActorPool``
 import queue
 import threading
 import time
-from typing import Any, Callable, Optional
+from typing import Any, Callable, List, Optional
 
 
 class ActorFailedError(RuntimeError):
@@ -64,9 +64,9 @@ class MessageQueue(object):
     """
 
     def __init__(self, maxsize: int, stop: threading.Event):
-        self._queue = queue.Queue(maxsize=int(maxsize))
+        self._queue: queue.Queue = queue.Queue(maxsize=int(maxsize))
         self._stop = stop
-        self._failures = []
+        self._failures: List[BaseException] = []
 
     def put(self, message: Any) -> bool:
         """Queues ``message``, waiting while the queue is full.
@@ -108,7 +108,8 @@ class MessageQueue(object):
                 if time.time() > deadline:
                     raise ActorFailedError(
                         "no actor sent experience for %.0f s (%s); an "
-                        "environment may hang" % (timeout, waiting()), -1)
+                        "environment may hang" % (timeout, waiting()),
+                        -1) from None
 
     def qsize(self) -> int:
         """Messages waiting now."""

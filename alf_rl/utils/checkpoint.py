@@ -260,7 +260,7 @@ def _make_dirs(root: str) -> List[str]:
         if path == root:
             raise RunDirError('%s: exists and is not a directory' % what)
         raise RunDirError('%s: %s is not a directory' % (what, path))
-    created = []
+    created: List[str] = []
     for path in reversed(missing):
         try:
             os.mkdir(path)
@@ -538,7 +538,7 @@ class Checkpointer(object):
     def _candidates(self) -> Tuple[List[int], List[str]]:
         """Steps to try, newest first, and notes about ``latest``."""
         steps = sorted(self._steps(), reverse=True)
-        notes = []
+        notes: List[str] = []
         latest = os.path.join(self._dir, 'latest')
         if not steps:
             return steps, notes

@@ -7,14 +7,24 @@ nests themselves and name the path of the first difference, e.g.
 sorted, namedtuple fields in order).
 """
 
-from typing import Any, List, Optional, Tuple
+from typing import (TYPE_CHECKING, Any, List, Mapping, Optional, Sequence,
+                    Tuple, Union)
 
+import numpy as np
 import tensorflow as tf
 
-# A nest: a leaf (tensor, array, spec, number, distribution...) or a dict,
-# list, tuple or namedtuple of nests. Python's type system cannot say more
-# without listing every leaf type, so annotations use this alias.
-Nest = Any
+if TYPE_CHECKING:  # not imported at run time: TFP takes a second to import
+    import tensorflow_probability as tfp
+
+#: A leaf of a nest: a tensor, a spec, an array, a distribution or a Python
+#: number (``None`` and strings appear in specs and configs). TensorFlow and
+#: TFP carry no type information, so a type checker reads their classes as
+#: ``Any``: it checks the containers below, not the tensors.
+NestLeaf = Union[tf.Tensor, tf.TypeSpec, 'tfp.distributions.Distribution',
+                 np.ndarray, np.generic, int, float, bool, str, None]
+#: A nest: a leaf, or a dict, list, tuple or namedtuple of nests (what
+#: ``tf.nest`` walks).
+Nest = Union[NestLeaf, Mapping[Any, 'Nest'], Sequence['Nest']]
 
 
 def _is_namedtuple(x):

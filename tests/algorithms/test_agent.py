@@ -13,8 +13,7 @@ from alf_rl.algorithms import (ActorCriticAlgorithm, Agent, Algorithm,
                                IcmAlgorithm, PPOAlgorithm, PPOLoss,
                                RNDAlgorithm, SkillGenerator, TracAlgorithm)
 from alf_rl.algorithms.agent import AgentInfo, AgentState
-from alf_rl.data_structures import (AlgStep, LossInfo, StepType, TimeStep,
-                                    TrainingInfo)
+from alf_rl.data_structures import (AlgStep, LossInfo, StepType, TrainingInfo)
 from alf_rl.networks import (ActorDistributionNetwork, EncodingNetwork,
                              QNetwork, ValueNetwork)
 from alf_rl.ops import distributions as dist_ops

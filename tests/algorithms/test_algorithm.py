@@ -55,7 +55,8 @@ def test_variables_gathered_once_and_by_owner():
     assert len(sets) == 2
     assert sets[0][0] is own_opt and sets[1][0] is child_opt
     names0 = sorted(v.name for v in sets[0][1])
-    assert names0 == sorted(['Leaf_w:0'] + [v.name for v in parent.dense.trainable_variables])
+    assert names0 == sorted(
+        ['Leaf_w:0'] + [v.name for v in parent.dense.trainable_variables])
     assert [v.name for v in sets[1][1]] == ['Owner_w:0']
     # target network and updater ignored, no duplicates
     all_vars = parent.trainable_variables

@@ -278,7 +278,8 @@ def test_bootstrap_step_changes_only_the_cost(algorithm):
         if full_last_row:
             alg.bootstrap_step = alg.train_step
         exp = tf.nest.map_structure(lambda x: x[:, :2], _collect(alg, env, 4))
-        train = tf.function(lambda e: alg.train(e), autograph=False)
+        train = tf.function(lambda e, alg=alg: alg.train(e),
+                            autograph=False)
         graph = train.get_concrete_function(exp).graph
         matmuls.append(sum(
             1 for f in [graph.as_graph_def()] for n in f.node

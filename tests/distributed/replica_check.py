@@ -143,7 +143,6 @@ def _train_fn(name, alg, runner):
 def _run(name, strategy, num_calls=3):
     """Variables of the reference and the distributed copy after
     ``num_calls`` trainings on the same batch, and the time per call."""
-    import tensorflow as tf
     from alf_rl.distributed.strategy import ReplicaRunner
     make, action_type = {'sac': (_sac, 'continuous'),
                          'ppo': (_ppo, 'discrete')}[name]

@@ -12,7 +12,6 @@ and the step after it is a reset (FIRST, not a transition).
 
 import os
 
-import gin
 import numpy as np
 import pytest
 import tensorflow as tf

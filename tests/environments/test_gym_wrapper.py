@@ -103,7 +103,7 @@ def test_cartpole_truncation_keeps_discount_and_auto_resets():
 def test_cartpole_termination_gives_discount_zero():
     env = suite_gym.load('CartPole-v1', seed=0, discount=0.9)
     ts = env.reset()
-    for n in range(1, 100):
+    for n in range(1, 100):  # noqa: B007 (n is read after the loop)
         ts = env.step(1)  # always pushing right topples the pole
         if ts.is_last():
             break

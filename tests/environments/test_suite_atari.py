@@ -68,7 +68,7 @@ def test_a_reset_after_a_lost_life_continues_the_game():
     env = suite_atari.load(BREAKOUT, seed=2)
     rng = np.random.default_rng(2)
     env.reset()
-    for t in range(2000):
+    for t in range(2000):  # noqa: B007 (t is read after the loop)
         if int(env.step(np.int64(rng.integers(4))).step_type) == 2:
             break
     assert t < 1999

@@ -220,7 +220,7 @@ def test_rows_of_some_environments_update_only_theirs():
         for rows in ([1], [0, 2]):
             step = _time_step(t)
             part = tf.nest.map_structure(
-                lambda x: tf.gather(x, rows), step)
+                lambda x, rows=rows: tf.gather(x, rows), step)
             for m in ms:
                 m(part, env_ids=tf.constant(rows, tf.int32))
         for m in full:

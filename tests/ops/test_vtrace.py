@@ -31,7 +31,7 @@ def _reference(log_rhos, rewards, values, step_types, discounts,
     vs = np.zeros((t_len - 1, batch))
     adv = np.zeros((t_len - 1, batch))
     for b in range(batch):
-        def v_trace(s):
+        def v_trace(s, b=b):
             if s == t_len - 1 or step_types[s, b] == L:
                 return values[s, b]
             total, weight = values[s, b], 1.0

@@ -3,7 +3,6 @@ a failing actor environment, Ctrl-C."""
 
 import os
 
-import numpy as np
 import pytest
 import tensorflow as tf
 import tf_keras
