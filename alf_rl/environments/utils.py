@@ -13,6 +13,7 @@ from alf_rl.environments.parallel_environment import (DEFAULT_STEP_TIMEOUT,
                                                       ParallelPyEnvironment)
 from alf_rl.environments.tf_environment import TFEnvironment, TFPyEnvironment
 from alf_rl.utils.config_types import is_int, is_number
+from alf_rl.utils.worker_config import WorkerConfig
 
 
 def _check_argument(name: str, value: Any, expected: str, ok: bool) -> None:
@@ -109,7 +110,9 @@ def create_environment(env_name: str = 'CartPole-v1',
                        backend: str = 'gym',
                        step_timeout: Optional[float] = DEFAULT_STEP_TIMEOUT,
                        check_finite: bool = False,
-                       evaluation: bool = False) -> TFEnvironment:
+                       evaluation: bool = False,
+                       worker_config: Optional[WorkerConfig] = None
+                       ) -> TFEnvironment:
     """Builds a batched environment of ``num_parallel_environments``.
 
     ``backend='gym'`` (default) steps gymnasium environments in Python and
@@ -155,6 +158,11 @@ def create_environment(env_name: str = 'CartPole-v1',
             takes an ``evaluation`` argument (``suite_atari.load``: whole
             games with unclipped rewards); other loaders build the same
             environment as for training.
+        worker_config: with ``use_subprocess``: what every worker applies
+            before it loads its environment (the caller's
+            ``WorkerConfig.capture(module_paths)``: its gin bindings, so a
+            user's ``@gin.configurable`` ``env_load_fn`` is bound in the
+            workers as in this process). None: this process's now.
 
     Returns:
         A ``TFEnvironment`` with batch size ``num_parallel_environments``:
@@ -199,8 +207,13 @@ def create_environment(env_name: str = 'CartPole-v1',
         for i in range(int(num_parallel_environments))
     ]
     if use_subprocess:
+        if not (worker_config is None
+                or isinstance(worker_config, WorkerConfig)):
+            raise TypeError("create_environment.worker_config: expected a "
+                            "WorkerConfig or None, got %r" % (worker_config, ))
         py_env = ParallelPyEnvironment(constructors,
-                                       step_timeout=step_timeout)
+                                       step_timeout=step_timeout,
+                                       worker_config=worker_config)
     else:
         py_env = BatchedPyEnvironment([c() for c in constructors])
     return TFPyEnvironment(py_env, check_finite=check_finite)
