@@ -1,7 +1,7 @@
 """Ray actors: rollout workers in other processes and on other machines.
 
 ``RayActorPool`` is the actor pool of ``AsyncOffPolicyTrainer(actors='ray')``
-(same five methods as ``ThreadActorPool``): each actor is a Ray actor
+(the ``ActorPool`` protocol, as ``ThreadActorPool``): each actor is a Ray actor
 process that parses the learner's gin config, builds its own B
 environments and a copy of the algorithm (TensorFlow is imported there,
 with its start-up notices silenced) and runs a ``RolloutWorker``. Ray is
@@ -41,12 +41,11 @@ and ``RayConfig.address = 'auto'`` to use a cluster started with ``ray
 start`` (see ``docs/distributed.md``).
 """
 
-import importlib
+import dataclasses
 import logging
 import os
 import pickle
 import socket
-import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence
@@ -56,7 +55,9 @@ import numpy as np
 
 from alf_rl.utils.actor_messages import (ActorFailedError, MessageQueue,
                                          describe_actor, one_line_error)
+from alf_rl.utils.actor_pool import ActorPool
 from alf_rl.utils.quiet_stderr import notices_dropped
+from alf_rl.utils.worker_config import WorkerConfig
 
 if TYPE_CHECKING:  # for annotations; imported where used (TensorFlow)
     from alf_rl.drivers.rollout_worker import ActorMessage
@@ -176,14 +177,14 @@ def _connect(config: RayConfig, cpus_needed: float) -> bool:
     return started
 
 
-def _runtime_env(config: RayConfig) -> Dict[str, Any]:
-    """The actors' environment variables: this process's ``sys.path`` (its
-    user modules, e.g. a test's or a script's, importable on this
-    machine's actors), TensorFlow quiet and with one intra-op thread per
-    reserved CPU."""
-    prefixes = tuple({sys.prefix, sys.base_prefix, sys.exec_prefix})
-    paths = [os.path.abspath(p or os.getcwd()) for p in sys.path]
-    paths = [p for p in paths if not p.startswith(prefixes)]
+def _runtime_env(config: RayConfig,
+                 worker_config: WorkerConfig) -> Dict[str, Any]:
+    """The actors' environment variables: ``worker_config.module_paths``
+    and this process's ``PYTHONPATH`` (user modules, e.g. a test's or a
+    script's, importable on this machine's actors before the actor's
+    pickled code is loaded), TensorFlow quiet and with one intra-op thread
+    per reserved CPU."""
+    paths = list(worker_config.module_paths)
     paths += [p for p in os.environ.get('PYTHONPATH', '').split(os.pathsep)
               if p and p not in paths]
     threads = str(max(1, int(np.ceil(config.num_cpus_per_actor))))
@@ -198,13 +199,9 @@ def _runtime_env(config: RayConfig) -> Dict[str, Any]:
     return {'env_vars': env_vars}
 
 
-def _gin_modules() -> List[str]:
-    """The alf_rl modules this process imported (the actors import them
-    before parsing the gin config, so every configurable it names is
-    registered); ``alf_rl.bin`` left out (command-line scripts)."""
-    return sorted(m for m in list(sys.modules)
-                  if m.startswith('alf_rl.') and
-                  not m.startswith('alf_rl.bin'))
+#: The module an actor imports before parsing the learner's gin text when
+#: the caller names none: it registers every configurable of alf_rl.
+ALL_CONFIGURABLES = 'alf_rl.configurables'
 
 
 def _import_tensorflow_quietly() -> None:
@@ -238,19 +235,18 @@ class _RolloutActor(object):
 
     Args:
         setup: ``actor_index``, ``env_seed``, ``worker_seed``,
-            ``unroll_length``, ``use_tf_functions``, ``gin_config``,
-            ``gin_modules`` and ``code``: ``(algorithm_ctor, env_factory)``
-            pickled by the learner (unpickling imports their modules, and so
-            TensorFlow, which must come after the quiet import here).
+            ``unroll_length``, ``use_tf_functions``, ``worker_config`` (a
+            ``WorkerConfig``: applied before anything is built) and
+            ``code``: ``(algorithm_ctor, env_factory)`` pickled by the
+            learner (unpickling imports their modules, and so TensorFlow,
+            which must come after the quiet import here).
     """
 
     def __init__(self, setup: Dict[str, Any]):
         _import_tensorflow_quietly()
         from alf_rl.drivers.rollout_worker import RolloutWorker
         from alf_rl.environments.utils import create_environment
-        for name in setup['gin_modules']:
-            importlib.import_module(name)
-        gin.parse_config(setup['gin_config'])
+        setup['worker_config'].apply()
         algorithm_ctor, factory = pickle.loads(setup['code'])
         seed = setup['env_seed']
         env = (create_environment(seed=seed) if factory is None else
@@ -328,6 +324,16 @@ def _pickled(algorithm_ctor: Callable[..., Any],
     return cloudpickle.dumps((algorithm_ctor, env_factory))
 
 
+def _actor_config(worker_config: Optional[WorkerConfig]) -> WorkerConfig:
+    """``worker_config`` (None: ``WorkerConfig.capture()``) with
+    ``ALL_CONFIGURABLES`` first among its modules."""
+    worker_config = worker_config or WorkerConfig.capture()
+    if ALL_CONFIGURABLES in worker_config.modules:
+        return worker_config
+    return dataclasses.replace(
+        worker_config, modules=(ALL_CONFIGURABLES, ) + worker_config.modules)
+
+
 def _check_counts(**counts: int) -> None:
     """Raises ``ValueError`` naming the first of ``counts`` below 1."""
     for name, value in counts.items():
@@ -336,8 +342,8 @@ def _check_counts(**counts: int) -> None:
                              (name, value))
 
 
-class RayActorPool(object):
-    """Actors as Ray actors (see the module docstring).
+class RayActorPool(ActorPool):
+    """Actors as Ray actors (see the module docstring); an ``ActorPool``.
 
     Created by ``AsyncOffPolicyTrainer(actors='ray')``; starts (or connects
     to) Ray and creates the actors at once, so that they build their
@@ -359,6 +365,12 @@ class RayActorPool(object):
             published variables; every actor's must match.
         use_tf_functions: compile the actors' unrolls.
         config: where and how to run; None: ``RayConfig()`` (gin).
+        worker_config: what every actor applies before it builds anything:
+            the learner's gin text and module paths (the caller passes
+            ``WorkerConfig.capture(module_paths)``); the actors also import
+            ``alf_rl.configurables`` first, so every configurable the text
+            names is registered. None: this process's configuration now
+            (``WorkerConfig.capture()``).
     Raises:
         ImportError: Ray is not installed.
         TypeError: ``algorithm_ctor`` or ``env_factory`` does not pickle.
@@ -375,7 +387,8 @@ class RayActorPool(object):
                  queue_size: int,
                  learner_variables: Sequence[tuple],
                  use_tf_functions: bool = True,
-                 config: Optional[RayConfig] = None):
+                 config: Optional[RayConfig] = None,
+                 worker_config: Optional[WorkerConfig] = None):
         _check_counts(num_actors=num_actors, unroll_length=unroll_length,
                       batch_size=batch_size, queue_size=queue_size)
         if env_factory is not None and not callable(env_factory):
@@ -404,8 +417,7 @@ class RayActorPool(object):
                 unroll_length=int(unroll_length),
                 code=_pickled(algorithm_ctor, env_factory),
                 use_tf_functions=bool(use_tf_functions),
-                gin_config=gin.config_str(),
-                gin_modules=_gin_modules()), int(run_seed))
+                worker_config=_actor_config(worker_config)), int(run_seed))
         except BaseException:
             self.close()
             raise
@@ -417,10 +429,11 @@ class RayActorPool(object):
     def _create_actors(self, num_actors, common, run_seed):
         from alf_rl.drivers.rollout_worker import make_worker_seed
         cls = self._ray.remote(_RolloutActor)
+        runtime_env = _runtime_env(self._config, common['worker_config'])
         options = dict(num_cpus=self._config.num_cpus_per_actor,
                        max_restarts=self._config.max_restarts,
                        max_task_retries=0,
-                       runtime_env=_runtime_env(self._config))
+                       runtime_env=runtime_env)
         actors = []
         for i in range(num_actors):
             seed = make_worker_seed(run_seed, i)

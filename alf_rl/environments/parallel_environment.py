@@ -313,6 +313,19 @@ def _check_timeouts(start_timeout, step_timeout):
     return None if step_timeout is None else float(step_timeout)
 
 
+def _pickled_constructors(constructors):
+    """Each constructor pickled (cloudpickle when available); ValueError
+    naming the first that does not pickle."""
+    payloads = []
+    for i, c in enumerate(constructors):
+        try:
+            payloads.append(_dumps(c))
+        except Exception as e:
+            raise ValueError("ParallelPyEnvironment: cannot pickle "
+                             "constructor %d (%r): %s" % (i, c, e)) from e
+    return payloads
+
+
 def _shutdown(workers, timeout=5.0):
     """Closes workers: hung ones are killed at once; the others get a
     polite 'close', then are killed if they do not exit within
@@ -405,14 +418,7 @@ class ParallelPyEnvironment(PyEnvironment):
                                       self._action_spec, len(constructors))
         config_payload = pickle.dumps(worker_config or
                                       WorkerConfig.capture())
-        payloads = []
-        for i, c in enumerate(constructors):
-            try:
-                payloads.append(_dumps(c))
-            except Exception as e:
-                raise ValueError(
-                    "ParallelPyEnvironment: cannot pickle constructor %d "
-                    "(%r): %s" % (i, c, e)) from e
+        payloads = _pickled_constructors(constructors)
         workers = self._workers
         # Registered before starting, so that even a failed start cleans up.
         self._finalizer = weakref.finalize(self, _shutdown, workers)

@@ -33,7 +33,8 @@ def _check_argument(name: str, value: Any, expected: str, ok: bool) -> None:
 
 def _check_arguments(env_name, num_parallel_environments, seed,
                      use_subprocess, env_load_fn, max_episode_steps,
-                     render_mode, backend, step_timeout, check_finite):
+                     render_mode, backend, step_timeout, check_finite,
+                     worker_config):
     """Type checks of ``create_environment``'s arguments (one line each)."""
     _check_argument('num_parallel_environments', num_parallel_environments,
                     'an int >= 1', is_int(num_parallel_environments))
@@ -58,6 +59,9 @@ def _check_arguments(env_name, num_parallel_environments, seed,
     _check_argument('step_timeout', step_timeout,
                     'a number of seconds > 0 or None', step_timeout is None
                     or (is_number(step_timeout) and step_timeout > 0))
+    _check_argument('worker_config', worker_config, 'a WorkerConfig or None',
+                    worker_config is None
+                    or isinstance(worker_config, WorkerConfig))
     if _base_loader(env_load_fn) is suite_gym.load:
         _check_argument('env_name', env_name, 'a gymnasium id (a str)',
                         isinstance(env_name, str))
@@ -178,7 +182,8 @@ def create_environment(env_name: str = 'CartPole-v1',
     """
     _check_arguments(env_name, num_parallel_environments, seed,
                      use_subprocess, env_load_fn, max_episode_steps,
-                     render_mode, backend, step_timeout, check_finite)
+                     render_mode, backend, step_timeout, check_finite,
+                     worker_config)
     if backend not in ('gym', 'tf'):
         raise ValueError("create_environment: backend must be 'gym' or 'tf', "
                          "got %r" % (backend, ))
@@ -207,10 +212,6 @@ def create_environment(env_name: str = 'CartPole-v1',
         for i in range(int(num_parallel_environments))
     ]
     if use_subprocess:
-        if not (worker_config is None
-                or isinstance(worker_config, WorkerConfig)):
-            raise TypeError("create_environment.worker_config: expected a "
-                            "WorkerConfig or None, got %r" % (worker_config, ))
         py_env = ParallelPyEnvironment(constructors,
                                        step_timeout=step_timeout,
                                        worker_config=worker_config)
