@@ -175,3 +175,74 @@ def _alive(pid):
             return f.read().split(') ')[-1][0] != 'Z'
     except OSError:
         return False
+
+
+# ---------------------------------------------------------------- point 3
+def _checkpoints(root):
+    """``{step: complete}`` of the checkpoints under ``root/ckpt``."""
+    ckpt = os.path.join(root, 'ckpt')
+    names = os.listdir(ckpt) if os.path.isdir(ckpt) else []
+    return {int(n[5:]): os.path.exists(os.path.join(ckpt, n, 'ckpt.index'))
+            for n in names if n.startswith('ckpt-') and n[5:].isdigit()}
+
+
+@pytest.mark.parametrize('first, second, code', [
+    (signal.SIGINT, signal.SIGINT, 130), (signal.SIGTERM, signal.SIGTERM, 143)])
+def test_second_signal_aborts_at_once_while_an_in_process_env_hangs(
+        tmp_path, user_module, first, second, code):
+    root = str(tmp_path / 'run')
+    marker = str(tmp_path / 'hanging')
+    gin_file = os.path.join(os.path.dirname(__file__), '..', '..',
+                            'examples', 'ac_cart_pole.gin')
+    # One environment stepped in this process (no subprocess workers); it
+    # hangs in its 30th step, after checkpoints of iterations 1-6.
+    cmd = [sys.executable, '-m', 'alf_rl.bin.train', '--gin_file', gin_file,
+           '--root_dir', root, '--module_path', user_module,
+           '--gin_param', 'import user_envs',
+           '--gin_param', 'create_environment.env_load_fn=@capped_cart_pole',
+           '--gin_param', 'create_environment.num_parallel_environments=1',
+           '--gin_param', 'create_environment.use_subprocess=False',
+           '--gin_param', 'capped_cart_pole.hang_after=30',
+           '--gin_param', 'capped_cart_pole.marker=%r' % marker,
+           '--gin_param', 'TrainerConfig.unroll_length=4',
+           '--gin_param', 'TrainerConfig.iterations_per_call=1',
+           '--gin_param', 'TrainerConfig.checkpoint_interval=1',
+           '--gin_param', 'TrainerConfig.evaluate=False']
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 240
+        while not os.path.exists(marker) and time.monotonic() < deadline \
+                and proc.poll() is None:
+            time.sleep(0.2)
+        assert os.path.exists(marker), proc.communicate(timeout=10)
+        before = _checkpoints(root)
+        proc.send_signal(first)
+        time.sleep(2.0)
+        # The stop cannot come (the step never returns): still running.
+        assert proc.poll() is None
+        start = time.monotonic()
+        proc.send_signal(second)
+        out, err = proc.communicate(timeout=30)
+        took = time.monotonic() - start
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert took < 5.0, took
+    assert proc.returncode == code, err
+    name = 'SIGTERM' if first == signal.SIGTERM else 'Ctrl-C'
+    lines = [line for line in err.splitlines() if line.startswith('alf-train')]
+    assert lines == [
+        'alf-train: %s: stopping after the current iteration(s) and writing '
+        'a checkpoint (%s again to abort at once)' % (name, name),
+        'alf-train: %s again: aborting at once; the checkpoints already '
+        'written are intact: rerun the same command to resume from the '
+        'last one' % name], err
+    assert 'Traceback' not in err
+    # What was on disk is still there and complete.
+    after = _checkpoints(root)
+    assert before and all(before.values()) and after == before
+    with open(os.path.join(root, 'ckpt', 'latest')) as f:
+        assert f.read() == 'ckpt-%d' % max(before)
+    print('aborted %.2f s after the second signal' % took)
