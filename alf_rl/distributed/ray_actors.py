@@ -106,6 +106,13 @@ class RayConfig(object):
         broadcast_interval_secs: at most one ``ray.put`` of new weights per
             this many seconds (0: every request carries the newest).
         include_dashboard: start Ray's dashboard with a local instance.
+        unroll_timeout_secs: seconds an actor that already sent a message
+            since it (re)started may take for its next one; past it the
+            actor is taken as hung (a stuck environment): one warning line
+            names it, it is killed and Ray restarts it (a restart counted
+            against ``max_restarts``) while the other actors go on. None:
+            no limit (the learner's ``message_timeout`` still applies when
+            no actor sends anything).
     Raises:
         TypeError, ValueError: a setting of the wrong type or range.
     """
@@ -117,7 +124,8 @@ class RayConfig(object):
                  object_store_memory: int = 200 * 1024 * 1024,
                  max_restarts: int = 3,
                  broadcast_interval_secs: float = 0.0,
-                 include_dashboard: bool = False):
+                 include_dashboard: bool = False,
+                 unroll_timeout_secs: Optional[float] = 120.0):
         if address is not None and not isinstance(address, str):
             raise TypeError("RayConfig.address: expected None, 'auto' or "
                             "'host:port', got %r" % (address, ))
@@ -136,6 +144,13 @@ class RayConfig(object):
             if value < low:
                 raise ValueError("RayConfig.%s must be >= %s, got %r" %
                                  (name, low, value))
+        if unroll_timeout_secs is not None and (
+                isinstance(unroll_timeout_secs, bool) or
+                not isinstance(unroll_timeout_secs, (int, float)) or
+                not unroll_timeout_secs > 0):
+            raise ValueError("RayConfig.unroll_timeout_secs: expected a "
+                             "number of seconds > 0 or None, got %r" %
+                             (unroll_timeout_secs, ))
         self.address = address
         self.num_cpus = num_cpus
         self.num_cpus_per_actor = float(num_cpus_per_actor)
@@ -143,6 +158,8 @@ class RayConfig(object):
         self.max_restarts = int(max_restarts)
         self.broadcast_interval_secs = float(broadcast_interval_secs)
         self.include_dashboard = bool(include_dashboard)
+        self.unroll_timeout_secs = (None if unroll_timeout_secs is None else
+                                    float(unroll_timeout_secs))
 
 
 def _connect(config: RayConfig, cpus_needed: float) -> bool:
@@ -425,6 +442,9 @@ class RayActorPool(ActorPool):
         self._alive = [False] * n
         self._owned = [None] * n  # rollout-owned values of the last message
         self._push_owned = [None] * n  # to send with the next request
+        self._requested = [0.0] * n  # time of each actor's last request
+        # Whether each actor sent a message since it (re)started.
+        self._delivered = [False] * n
 
     def _create_actors(self, num_actors, common, run_seed):
         from alf_rl.drivers.rollout_worker import make_worker_seed
@@ -534,14 +554,53 @@ class RayActorPool(ActorPool):
     def _request(self, index):
         version, ref = self._weights()
         owned, self._push_owned[index] = self._push_owned[index], None
+        self._requested[index] = time.time()
         return self._actors[index].unroll.remote(version, [ref], owned)
+
+    def _drop_hung(self, pending, retry):
+        """Kills the actors whose request is older than
+        ``RayConfig.unroll_timeout_secs`` (once they have sent a message
+        since they (re)started: the first unroll also traces); Ray restarts
+        them and they are asked again. Raises ``ActorFailedError`` for one
+        hang more than ``max_restarts``."""
+        timeout = self._config.unroll_timeout_secs
+        now = time.time()
+        for ref, index in list(pending.items()):
+            waited = now - self._requested[index]
+            if (timeout is None or not self._delivered[index] or
+                    waited < timeout):
+                continue
+            if self._ray.wait([ref], timeout=0)[0]:
+                continue  # its message came while the queue was full
+            del pending[ref]
+            where = describe_actor(index, self._batch)
+            if self._deaths[index] >= self._config.max_restarts:
+                raise ActorFailedError(
+                    "%s sent no experience for %.0f s "
+                    "(RayConfig.unroll_timeout_secs=%g): its environment "
+                    "may hang; Ray restarts it no more "
+                    "(RayConfig.max_restarts=%d)" %
+                    (where, waited, timeout, self._config.max_restarts),
+                    index)
+            self._push_owned[index] = self._owned[index]
+            self._alive[index] = self._delivered[index] = False
+            self._deaths[index] += 1
+            self._restarts += 1
+            logging.warning(
+                "%s sent no experience for %.0f s (RayConfig."
+                "unroll_timeout_secs=%g): its environment may hang; killed, "
+                "Ray restarts it (restart %d, RayConfig.max_restarts=%d)",
+                where, waited, timeout, self._deaths[index],
+                self._config.max_restarts)
+            self._ray.kill(self._actors[index], no_restart=False)
+            retry[index] = now + _RETRY_SECS
 
     def _collect(self):
         """The collector thread: one request in flight per actor; each
         message into the queue, then that actor's next request (an actor
         that is restarting is asked again every ``_RETRY_SECS``)."""
         ray = self._ray
-        pending = {}
+        pending = {}  # ObjectRef -> actor index
         retry = {i: 0.0 for i in range(self.num_actors)}  # index -> when
         try:
             while not self._stop.is_set():
@@ -549,6 +608,7 @@ class RayActorPool(ActorPool):
                     if time.time() >= when:
                         del retry[index]
                         pending[self._request(index)] = index
+                self._drop_hung(pending, retry)
                 if not pending:
                     time.sleep(0.05)
                     continue
@@ -589,7 +649,7 @@ class RayActorPool(ActorPool):
                 '%s failed: %s' % (describe_actor(index, self._batch),
                                    result.text), index, result.error)
         self._owned[index] = result.rollout_owned
-        self._alive[index] = True
+        self._alive[index] = self._delivered[index] = True
         return result
 
     def _died(self, index, error):
@@ -611,6 +671,7 @@ class RayActorPool(ActorPool):
         # its last message's rollout-owned values, and it loads the
         # weights (its version is unset).
         self._push_owned[index] = self._owned[index]
+        self._delivered[index] = False
         if not self._alive[index]:
             return  # still restarting
         self._alive[index] = False
