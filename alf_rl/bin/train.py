@@ -140,22 +140,47 @@ _STOP_SIGNAL = []
 def _stop_on_first_signal():
     """First Ctrl-C or SIGTERM: stop after the current compiled call,
     checkpoint and exit 130 (143 for SIGTERM); a second one aborts at once
-    (``KeyboardInterrupt``, or the default SIGTERM action)."""
-    import signal
-    from alf_rl.trainers.trainer import request_stop
+    with one line (exit 130/143), whatever the main thread is doing.
 
-    def _handler(signum, frame):
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        _STOP_SIGNAL.append(signum)
+    Python runs a signal handler only on the main thread between bytecodes,
+    and the main thread may sit for ever in a compiled step whose
+    ``tf.numpy_function`` calls a hung environment. So the handlers do
+    nothing themselves: the C-level handler writes each signal's number to
+    a wakeup fd, and a daemon thread reading it asks for the stop or
+    aborts (``os._exit``: checkpoints are written atomically, so those on
+    disk stay intact; subprocess workers end with their parent)."""
+    import signal
+    import threading
+    from alf_rl.trainers.trainer import request_stop
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+    signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: None)
+
+    def _on_signal(signum):
         name = 'SIGTERM' if signum == signal.SIGTERM else 'Ctrl-C'
+        if _STOP_SIGNAL:
+            print('alf-train: %s again: aborting at once; the checkpoints '
+                  'already written are intact: rerun the same command to '
+                  'resume from the last one' % name, file=sys.stderr,
+                  flush=True)
+            sys.stdout.flush()
+            os._exit(143 if _STOP_SIGNAL[0] == signal.SIGTERM else 130)
+        _STOP_SIGNAL.append(signum)
         print('alf-train: %s: stopping after the current iteration(s) and '
               'writing a checkpoint (%s again to abort at once)' %
               (name, name), file=sys.stderr, flush=True)
         request_stop()
 
-    signal.signal(signal.SIGINT, _handler)
-    signal.signal(signal.SIGTERM, _handler)
+    def _watch():
+        while True:
+            for signum in os.read(read_fd, 64):
+                if signum in (signal.SIGINT, signal.SIGTERM):
+                    _on_signal(signum)
+
+    threading.Thread(target=_watch, name='alf_rl-signals',
+                     daemon=True).start()
 
 
 def _fail(message: str, lock: Optional[RunDirLock] = None) -> None:

@@ -1,7 +1,7 @@
 """Ray actors: rollout workers in other processes and on other machines.
 
 ``RayActorPool`` is the actor pool of ``AsyncOffPolicyTrainer(actors='ray')``
-(same five methods as ``ThreadActorPool``): each actor is a Ray actor
+(the ``ActorPool`` protocol, as ``ThreadActorPool``): each actor is a Ray actor
 process that parses the learner's gin config, builds its own B
 environments and a copy of the algorithm (TensorFlow is imported there,
 with its start-up notices silenced) and runs a ``RolloutWorker``. Ray is
@@ -41,12 +41,11 @@ and ``RayConfig.address = 'auto'`` to use a cluster started with ``ray
 start`` (see ``docs/distributed.md``).
 """
 
-import importlib
+import dataclasses
 import logging
 import os
 import pickle
 import socket
-import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence
@@ -56,7 +55,9 @@ import numpy as np
 
 from alf_rl.utils.actor_messages import (ActorFailedError, MessageQueue,
                                          describe_actor, one_line_error)
+from alf_rl.utils.actor_pool import ActorPool
 from alf_rl.utils.quiet_stderr import notices_dropped
+from alf_rl.utils.worker_config import WorkerConfig
 
 if TYPE_CHECKING:  # for annotations; imported where used (TensorFlow)
     from alf_rl.drivers.rollout_worker import ActorMessage
@@ -105,6 +106,13 @@ class RayConfig(object):
         broadcast_interval_secs: at most one ``ray.put`` of new weights per
             this many seconds (0: every request carries the newest).
         include_dashboard: start Ray's dashboard with a local instance.
+        unroll_timeout_secs: seconds an actor that already sent a message
+            since it (re)started may take for its next one; past it the
+            actor is taken as hung (a stuck environment): one warning line
+            names it, it is killed and Ray restarts it (a restart counted
+            against ``max_restarts``) while the other actors go on. None:
+            no limit (the learner's ``message_timeout`` still applies when
+            no actor sends anything).
     Raises:
         TypeError, ValueError: a setting of the wrong type or range.
     """
@@ -116,7 +124,8 @@ class RayConfig(object):
                  object_store_memory: int = 200 * 1024 * 1024,
                  max_restarts: int = 3,
                  broadcast_interval_secs: float = 0.0,
-                 include_dashboard: bool = False):
+                 include_dashboard: bool = False,
+                 unroll_timeout_secs: Optional[float] = 120.0):
         if address is not None and not isinstance(address, str):
             raise TypeError("RayConfig.address: expected None, 'auto' or "
                             "'host:port', got %r" % (address, ))
@@ -135,6 +144,13 @@ class RayConfig(object):
             if value < low:
                 raise ValueError("RayConfig.%s must be >= %s, got %r" %
                                  (name, low, value))
+        if unroll_timeout_secs is not None and (
+                isinstance(unroll_timeout_secs, bool) or
+                not isinstance(unroll_timeout_secs, (int, float)) or
+                not unroll_timeout_secs > 0):
+            raise ValueError("RayConfig.unroll_timeout_secs: expected a "
+                             "number of seconds > 0 or None, got %r" %
+                             (unroll_timeout_secs, ))
         self.address = address
         self.num_cpus = num_cpus
         self.num_cpus_per_actor = float(num_cpus_per_actor)
@@ -142,6 +158,8 @@ class RayConfig(object):
         self.max_restarts = int(max_restarts)
         self.broadcast_interval_secs = float(broadcast_interval_secs)
         self.include_dashboard = bool(include_dashboard)
+        self.unroll_timeout_secs = (None if unroll_timeout_secs is None else
+                                    float(unroll_timeout_secs))
 
 
 def _connect(config: RayConfig, cpus_needed: float) -> bool:
@@ -176,14 +194,14 @@ def _connect(config: RayConfig, cpus_needed: float) -> bool:
     return started
 
 
-def _runtime_env(config: RayConfig) -> Dict[str, Any]:
-    """The actors' environment variables: this process's ``sys.path`` (its
-    user modules, e.g. a test's or a script's, importable on this
-    machine's actors), TensorFlow quiet and with one intra-op thread per
-    reserved CPU."""
-    prefixes = tuple({sys.prefix, sys.base_prefix, sys.exec_prefix})
-    paths = [os.path.abspath(p or os.getcwd()) for p in sys.path]
-    paths = [p for p in paths if not p.startswith(prefixes)]
+def _runtime_env(config: RayConfig,
+                 worker_config: WorkerConfig) -> Dict[str, Any]:
+    """The actors' environment variables: ``worker_config.module_paths``
+    and this process's ``PYTHONPATH`` (user modules, e.g. a test's or a
+    script's, importable on this machine's actors before the actor's
+    pickled code is loaded), TensorFlow quiet and with one intra-op thread
+    per reserved CPU."""
+    paths = list(worker_config.module_paths)
     paths += [p for p in os.environ.get('PYTHONPATH', '').split(os.pathsep)
               if p and p not in paths]
     threads = str(max(1, int(np.ceil(config.num_cpus_per_actor))))
@@ -198,13 +216,9 @@ def _runtime_env(config: RayConfig) -> Dict[str, Any]:
     return {'env_vars': env_vars}
 
 
-def _gin_modules() -> List[str]:
-    """The alf_rl modules this process imported (the actors import them
-    before parsing the gin config, so every configurable it names is
-    registered); ``alf_rl.bin`` left out (command-line scripts)."""
-    return sorted(m for m in list(sys.modules)
-                  if m.startswith('alf_rl.') and
-                  not m.startswith('alf_rl.bin'))
+#: The module an actor imports before parsing the learner's gin text when
+#: the caller names none: it registers every configurable of alf_rl.
+ALL_CONFIGURABLES = 'alf_rl.configurables'
 
 
 def _import_tensorflow_quietly() -> None:
@@ -238,19 +252,18 @@ class _RolloutActor(object):
 
     Args:
         setup: ``actor_index``, ``env_seed``, ``worker_seed``,
-            ``unroll_length``, ``use_tf_functions``, ``gin_config``,
-            ``gin_modules`` and ``code``: ``(algorithm_ctor, env_factory)``
-            pickled by the learner (unpickling imports their modules, and so
-            TensorFlow, which must come after the quiet import here).
+            ``unroll_length``, ``use_tf_functions``, ``worker_config`` (a
+            ``WorkerConfig``: applied before anything is built) and
+            ``code``: ``(algorithm_ctor, env_factory)`` pickled by the
+            learner (unpickling imports their modules, and so TensorFlow,
+            which must come after the quiet import here).
     """
 
     def __init__(self, setup: Dict[str, Any]):
         _import_tensorflow_quietly()
         from alf_rl.drivers.rollout_worker import RolloutWorker
         from alf_rl.environments.utils import create_environment
-        for name in setup['gin_modules']:
-            importlib.import_module(name)
-        gin.parse_config(setup['gin_config'])
+        setup['worker_config'].apply()
         algorithm_ctor, factory = pickle.loads(setup['code'])
         seed = setup['env_seed']
         env = (create_environment(seed=seed) if factory is None else
@@ -328,6 +341,16 @@ def _pickled(algorithm_ctor: Callable[..., Any],
     return cloudpickle.dumps((algorithm_ctor, env_factory))
 
 
+def _actor_config(worker_config: Optional[WorkerConfig]) -> WorkerConfig:
+    """``worker_config`` (None: ``WorkerConfig.capture()``) with
+    ``ALL_CONFIGURABLES`` first among its modules."""
+    worker_config = worker_config or WorkerConfig.capture()
+    if ALL_CONFIGURABLES in worker_config.modules:
+        return worker_config
+    return dataclasses.replace(
+        worker_config, modules=(ALL_CONFIGURABLES, ) + worker_config.modules)
+
+
 def _check_counts(**counts: int) -> None:
     """Raises ``ValueError`` naming the first of ``counts`` below 1."""
     for name, value in counts.items():
@@ -336,8 +359,8 @@ def _check_counts(**counts: int) -> None:
                              (name, value))
 
 
-class RayActorPool(object):
-    """Actors as Ray actors (see the module docstring).
+class RayActorPool(ActorPool):
+    """Actors as Ray actors (see the module docstring); an ``ActorPool``.
 
     Created by ``AsyncOffPolicyTrainer(actors='ray')``; starts (or connects
     to) Ray and creates the actors at once, so that they build their
@@ -359,6 +382,12 @@ class RayActorPool(object):
             published variables; every actor's must match.
         use_tf_functions: compile the actors' unrolls.
         config: where and how to run; None: ``RayConfig()`` (gin).
+        worker_config: what every actor applies before it builds anything:
+            the learner's gin text and module paths (the caller passes
+            ``WorkerConfig.capture(module_paths)``); the actors also import
+            ``alf_rl.configurables`` first, so every configurable the text
+            names is registered. None: this process's configuration now
+            (``WorkerConfig.capture()``).
     Raises:
         ImportError: Ray is not installed.
         TypeError: ``algorithm_ctor`` or ``env_factory`` does not pickle.
@@ -375,7 +404,8 @@ class RayActorPool(object):
                  queue_size: int,
                  learner_variables: Sequence[tuple],
                  use_tf_functions: bool = True,
-                 config: Optional[RayConfig] = None):
+                 config: Optional[RayConfig] = None,
+                 worker_config: Optional[WorkerConfig] = None):
         _check_counts(num_actors=num_actors, unroll_length=unroll_length,
                       batch_size=batch_size, queue_size=queue_size)
         if env_factory is not None and not callable(env_factory):
@@ -404,8 +434,7 @@ class RayActorPool(object):
                 unroll_length=int(unroll_length),
                 code=_pickled(algorithm_ctor, env_factory),
                 use_tf_functions=bool(use_tf_functions),
-                gin_config=gin.config_str(),
-                gin_modules=_gin_modules()), int(run_seed))
+                worker_config=_actor_config(worker_config)), int(run_seed))
         except BaseException:
             self.close()
             raise
@@ -413,14 +442,18 @@ class RayActorPool(object):
         self._alive = [False] * n
         self._owned = [None] * n  # rollout-owned values of the last message
         self._push_owned = [None] * n  # to send with the next request
+        self._requested = [0.0] * n  # time of each actor's last request
+        # Whether each actor sent a message since it (re)started.
+        self._delivered = [False] * n
 
     def _create_actors(self, num_actors, common, run_seed):
         from alf_rl.drivers.rollout_worker import make_worker_seed
         cls = self._ray.remote(_RolloutActor)
+        runtime_env = _runtime_env(self._config, common['worker_config'])
         options = dict(num_cpus=self._config.num_cpus_per_actor,
                        max_restarts=self._config.max_restarts,
                        max_task_retries=0,
-                       runtime_env=_runtime_env(self._config))
+                       runtime_env=runtime_env)
         actors = []
         for i in range(num_actors):
             seed = make_worker_seed(run_seed, i)
@@ -522,14 +555,53 @@ class RayActorPool(object):
     def _request(self, index):
         version, ref = self._weights()
         owned, self._push_owned[index] = self._push_owned[index], None
+        self._requested[index] = time.time()
         return self._actors[index].unroll.remote(version, [ref], owned)
+
+    def _drop_hung(self, pending, retry):
+        """Kills the actors whose request is older than
+        ``RayConfig.unroll_timeout_secs`` (once they have sent a message
+        since they (re)started: the first unroll also traces); Ray restarts
+        them and they are asked again. Raises ``ActorFailedError`` for one
+        hang more than ``max_restarts``."""
+        timeout = self._config.unroll_timeout_secs
+        now = time.time()
+        for ref, index in list(pending.items()):
+            waited = now - self._requested[index]
+            if (timeout is None or not self._delivered[index] or
+                    waited < timeout):
+                continue
+            if self._ray.wait([ref], timeout=0)[0]:
+                continue  # its message came while the queue was full
+            del pending[ref]
+            where = describe_actor(index, self._batch)
+            if self._deaths[index] >= self._config.max_restarts:
+                raise ActorFailedError(
+                    "%s sent no experience for %.0f s "
+                    "(RayConfig.unroll_timeout_secs=%g): its environment "
+                    "may hang; Ray restarts it no more "
+                    "(RayConfig.max_restarts=%d)" %
+                    (where, waited, timeout, self._config.max_restarts),
+                    index)
+            self._push_owned[index] = self._owned[index]
+            self._alive[index] = self._delivered[index] = False
+            self._deaths[index] += 1
+            self._restarts += 1
+            logging.warning(
+                "%s sent no experience for %.0f s (RayConfig."
+                "unroll_timeout_secs=%g): its environment may hang; killed, "
+                "Ray restarts it (restart %d, RayConfig.max_restarts=%d)",
+                where, waited, timeout, self._deaths[index],
+                self._config.max_restarts)
+            self._ray.kill(self._actors[index], no_restart=False)
+            retry[index] = now + _RETRY_SECS
 
     def _collect(self):
         """The collector thread: one request in flight per actor; each
         message into the queue, then that actor's next request (an actor
         that is restarting is asked again every ``_RETRY_SECS``)."""
         ray = self._ray
-        pending = {}
+        pending = {}  # ObjectRef -> actor index
         retry = {i: 0.0 for i in range(self.num_actors)}  # index -> when
         try:
             while not self._stop.is_set():
@@ -537,6 +609,7 @@ class RayActorPool(object):
                     if time.time() >= when:
                         del retry[index]
                         pending[self._request(index)] = index
+                self._drop_hung(pending, retry)
                 if not pending:
                     time.sleep(0.05)
                     continue
@@ -577,7 +650,7 @@ class RayActorPool(object):
                 '%s failed: %s' % (describe_actor(index, self._batch),
                                    result.text), index, result.error)
         self._owned[index] = result.rollout_owned
-        self._alive[index] = True
+        self._alive[index] = self._delivered[index] = True
         return result
 
     def _died(self, index, error):
@@ -599,6 +672,7 @@ class RayActorPool(object):
         # its last message's rollout-owned values, and it loads the
         # weights (its version is unset).
         self._push_owned[index] = self._owned[index]
+        self._delivered[index] = False
         if not self._alive[index]:
             return  # still restarting
         self._alive[index] = False

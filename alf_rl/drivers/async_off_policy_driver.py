@@ -7,8 +7,9 @@ B environments, and the weights' version) reach the learner through a
 bounded queue: an actor whose message does not fit waits, so actors never
 run more than ``queue_size`` messages ahead.
 
-An actor pool is where the actors run; both have the same five methods
-(``start``, ``publish``, ``get``, ``stats``, ``close``):
+An actor pool is where the actors run; each declares the ``ActorPool``
+protocol (``alf_rl.utils.actor_pool``: ``num_actors``, ``batch_size``,
+``start``, ``publish``, ``get``, ``stats``, ``close``):
 - ``ThreadActorPool`` (here): threads of the learner's process. The
   environments of an actor step in the thread (``BatchedPyEnvironment``)
   or in subprocesses (``ParallelPyEnvironment``, spawned: nothing forks a
@@ -46,12 +47,13 @@ from alf_rl.drivers.rollout_worker import (ActorMessage, RolloutWorker,
 from alf_rl.metrics import default_metrics
 from alf_rl.utils.actor_messages import (ActorFailedError, MessageQueue,
                                          describe_actor, one_line_error)
+from alf_rl.utils.actor_pool import ACTOR_POOL_MEMBERS, ActorPool
 from alf_rl.utils.common import loop_traced_once
 from alf_rl.utils.nest import Nest
 
 
-class ThreadActorPool(object):
-    """Actors as threads of the learner's process.
+class ThreadActorPool(ActorPool):
+    """Actors as threads of the learner's process (an ``ActorPool``).
 
     Args:
         workers: one ``RolloutWorker`` per actor (actor i is
@@ -170,7 +172,8 @@ class AsyncOffPolicyDriver(object):
 
     Args:
         algorithm: the learner's algorithm (optimizers built).
-        pool: an actor pool (``ThreadActorPool`` or ``RayActorPool``).
+        pool: an ``ActorPool`` (``ThreadActorPool``, ``RayActorPool`` or
+            a user's).
         iteration_length: T, steps per environment per iteration (the
             trainer's ``unroll_length``); a message holds K = ``k * T``.
         replayer: the replayer of ``num_actors * B`` environments that
@@ -181,17 +184,25 @@ class AsyncOffPolicyDriver(object):
         metrics: metrics over all ``num_actors * B`` environments
             (default: the standard four).
         use_tf_functions: compile the learner's processing of a message.
+    Raises:
+        TypeError: ``pool`` lacks a member of ``ActorPool`` (named).
     """
 
     def __init__(self,
                  algorithm: Any,
-                 pool: Any,
+                 pool: ActorPool,
                  iteration_length: int,
                  replayer: Optional[Any] = None,
                  max_policy_lag: int = 100,
                  message_timeout: float = 300.0,
                  metrics: Optional[List[Any]] = None,
                  use_tf_functions: bool = True):
+        if not isinstance(pool, ActorPool):
+            missing = [name for name in ACTOR_POOL_MEMBERS
+                       if not hasattr(pool, name)]
+            raise TypeError("AsyncOffPolicyDriver: pool %r is not an "
+                            "ActorPool (missing: %s)" %
+                            (pool, ', '.join(missing)))
         self._algorithm = algorithm
         self._pool = pool
         self._length = int(iteration_length)
@@ -223,7 +234,7 @@ class AsyncOffPolicyDriver(object):
         return self._started
 
     @property
-    def pool(self) -> Any:
+    def pool(self) -> ActorPool:
         """The actor pool."""
         return self._pool
 

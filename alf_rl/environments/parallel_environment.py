@@ -31,6 +31,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import traceback
 import weakref
@@ -38,6 +39,7 @@ from typing import Any, Callable, List, Optional, Sequence
 
 from alf_rl.environments.batched_environment import _BatchStacker
 from alf_rl.environments.py_environment import PyEnvironment
+from alf_rl.utils.worker_config import WorkerConfig
 
 # Commands sent to workers.
 _STEP = 0
@@ -71,6 +73,46 @@ def _dumps(obj):
         return pickle.dumps(obj)
 
 
+def _exit_with_parent(poll_seconds=1.0):
+    """Starts a daemon thread that ends this worker (``os._exit``) once its
+    parent is gone: a worker stuck in its environment would otherwise
+    outlive a parent that was killed or aborted (a second Ctrl-C)."""
+    parent = os.getppid()
+
+    def _watch():
+        while os.getppid() == parent:
+            time.sleep(poll_seconds)
+        os._exit(1)
+
+    threading.Thread(target=_watch, name='alf_rl-parent-watch',
+                     daemon=True).start()
+
+
+def _start_env(conn):
+    """Builds the worker's environment from the parent's two messages: its
+    ``WorkerConfig`` (applied first: the parent's module paths and gin
+    bindings, e.g. of a user's ``@gin.configurable`` ``env_load_fn``) and
+    its constructor. Replies ``_OK`` or ``_ERROR``; returns the environment
+    or None."""
+    import gin
+    try:
+        config = pickle.loads(conn.recv_bytes())
+        config.add_paths()  # before unpickling code of the user's modules
+        constructor = pickle.loads(conn.recv_bytes())
+        config.apply(skip_unknown=True)
+        with gin.config_scope(config.scope or None):
+            env = constructor()
+        if not isinstance(env, PyEnvironment) or env.batched:
+            raise ValueError(
+                "constructor returned %r; expected an unbatched "
+                "PyEnvironment (e.g. suite_gym.load(...))" % (env, ))
+    except Exception as e:
+        conn.send((_ERROR, _describe_exception(e)))
+        return None
+    conn.send((_OK, None))
+    return env
+
+
 def _worker_main(fd, index):
     """Entry point of a worker process: serves one environment over ``fd``.
 
@@ -81,19 +123,12 @@ def _worker_main(fd, index):
     from multiprocessing.connection import Connection
     # Ctrl-C goes to the whole process group; the parent shuts workers down.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _exit_with_parent()
     conn = Connection(fd)
     env = None
     try:
-        try:
-            constructor = pickle.loads(conn.recv_bytes())
-            env = constructor()
-            if not isinstance(env, PyEnvironment) or env.batched:
-                raise ValueError(
-                    "constructor returned %r; expected an unbatched "
-                    "PyEnvironment (e.g. suite_gym.load(...))" % (env, ))
-            conn.send((_OK, None))
-        except Exception as e:
-            conn.send((_ERROR, _describe_exception(e)))
+        env = _start_env(conn)
+        if env is None:
             return
         flat_step, flat_reset = env._flat_step, env._flat_reset
         while True:
@@ -158,9 +193,11 @@ def _describe_exit(code):
 
 
 class _Worker(object):
-    """Parent-side handle of one worker process."""
+    """Parent-side handle of one worker process: starts it and sends it
+    ``config_payload`` (its pickled ``WorkerConfig``) and ``payload`` (its
+    pickled constructor)."""
 
-    def __init__(self, index, constructor, payload):
+    def __init__(self, index, constructor, config_payload, payload):
         self.index = index
         self.description = repr(constructor)
         self.dead = False
@@ -185,6 +222,7 @@ class _Worker(object):
              str(child_fd), str(index)],
             pass_fds=(child_fd, ), env=env, close_fds=True)
         child_sock.close()
+        self.send_bytes(config_payload, None)
         self.send_bytes(payload, None)
 
     def _dead_error(self, command):
@@ -275,6 +313,19 @@ def _check_timeouts(start_timeout, step_timeout):
     return None if step_timeout is None else float(step_timeout)
 
 
+def _pickled_constructors(constructors):
+    """Each constructor pickled (cloudpickle when available); ValueError
+    naming the first that does not pickle."""
+    payloads = []
+    for i, c in enumerate(constructors):
+        try:
+            payloads.append(_dumps(c))
+        except Exception as e:
+            raise ValueError("ParallelPyEnvironment: cannot pickle "
+                             "constructor %d (%r): %s" % (i, c, e)) from e
+    return payloads
+
+
 def _shutdown(workers, timeout=5.0):
     """Closes workers: hung ones are killed at once; the others get a
     polite 'close', then are killed if they do not exit within
@@ -321,6 +372,11 @@ class ParallelPyEnvironment(PyEnvironment):
             worker is killed and the others are shut down.  ``None``
             waits as long as the worker process lives. From gin:
             ``create_environment.step_timeout``.
+        worker_config: what each worker applies before it calls its
+            constructor (module paths, gin bindings and scope: a user's
+            ``@gin.configurable`` loader is bound as in this process); the
+            caller passes ``WorkerConfig.capture(...)``. None: this
+            process's configuration now (``WorkerConfig.capture()``).
 
     Raises:
         ValueError: for an empty list, a timeout that is not a positive
@@ -333,7 +389,8 @@ class ParallelPyEnvironment(PyEnvironment):
                  env_constructors: Sequence[Callable[[], PyEnvironment]],
                  start_serially: bool = False,
                  start_timeout: float = 300.0,
-                 step_timeout: Optional[float] = DEFAULT_STEP_TIMEOUT):
+                 step_timeout: Optional[float] = DEFAULT_STEP_TIMEOUT,
+                 worker_config: Optional[WorkerConfig] = None):
         constructors = list(env_constructors)
         if not constructors:
             raise ValueError("ParallelPyEnvironment needs at least one "
@@ -359,21 +416,16 @@ class ParallelPyEnvironment(PyEnvironment):
         self._constructors = constructors
         self._stacker = _BatchStacker(self._observation_spec,
                                       self._action_spec, len(constructors))
-        payloads = []
-        for i, c in enumerate(constructors):
-            try:
-                payloads.append(_dumps(c))
-            except Exception as e:
-                raise ValueError(
-                    "ParallelPyEnvironment: cannot pickle constructor %d "
-                    "(%r): %s" % (i, c, e)) from e
+        config_payload = pickle.dumps(worker_config or
+                                      WorkerConfig.capture())
+        payloads = _pickled_constructors(constructors)
         workers = self._workers
         # Registered before starting, so that even a failed start cleans up.
         self._finalizer = weakref.finalize(self, _shutdown, workers)
         self._closed = False
         try:
             for i, c in enumerate(constructors):
-                workers.append(_Worker(i, c, payloads[i]))
+                workers.append(_Worker(i, c, config_payload, payloads[i]))
                 if start_serially:
                     workers[-1].receive(None, start_timeout)
             if not start_serially:

@@ -13,6 +13,7 @@ from alf_rl.environments.parallel_environment import (DEFAULT_STEP_TIMEOUT,
                                                       ParallelPyEnvironment)
 from alf_rl.environments.tf_environment import TFEnvironment, TFPyEnvironment
 from alf_rl.utils.config_types import is_int, is_number
+from alf_rl.utils.worker_config import WorkerConfig
 
 
 def _check_argument(name: str, value: Any, expected: str, ok: bool) -> None:
@@ -32,7 +33,8 @@ def _check_argument(name: str, value: Any, expected: str, ok: bool) -> None:
 
 def _check_arguments(env_name, num_parallel_environments, seed,
                      use_subprocess, env_load_fn, max_episode_steps,
-                     render_mode, backend, step_timeout, check_finite):
+                     render_mode, backend, step_timeout, check_finite,
+                     worker_config):
     """Type checks of ``create_environment``'s arguments (one line each)."""
     _check_argument('num_parallel_environments', num_parallel_environments,
                     'an int >= 1', is_int(num_parallel_environments))
@@ -57,6 +59,9 @@ def _check_arguments(env_name, num_parallel_environments, seed,
     _check_argument('step_timeout', step_timeout,
                     'a number of seconds > 0 or None', step_timeout is None
                     or (is_number(step_timeout) and step_timeout > 0))
+    _check_argument('worker_config', worker_config, 'a WorkerConfig or None',
+                    worker_config is None
+                    or isinstance(worker_config, WorkerConfig))
     if _base_loader(env_load_fn) is suite_gym.load:
         _check_argument('env_name', env_name, 'a gymnasium id (a str)',
                         isinstance(env_name, str))
@@ -109,7 +114,9 @@ def create_environment(env_name: str = 'CartPole-v1',
                        backend: str = 'gym',
                        step_timeout: Optional[float] = DEFAULT_STEP_TIMEOUT,
                        check_finite: bool = False,
-                       evaluation: bool = False) -> TFEnvironment:
+                       evaluation: bool = False,
+                       worker_config: Optional[WorkerConfig] = None
+                       ) -> TFEnvironment:
     """Builds a batched environment of ``num_parallel_environments``.
 
     ``backend='gym'`` (default) steps gymnasium environments in Python and
@@ -155,6 +162,11 @@ def create_environment(env_name: str = 'CartPole-v1',
             takes an ``evaluation`` argument (``suite_atari.load``: whole
             games with unclipped rewards); other loaders build the same
             environment as for training.
+        worker_config: with ``use_subprocess``: what every worker applies
+            before it loads its environment (the caller's
+            ``WorkerConfig.capture(module_paths)``: its gin bindings, so a
+            user's ``@gin.configurable`` ``env_load_fn`` is bound in the
+            workers as in this process). None: this process's now.
 
     Returns:
         A ``TFEnvironment`` with batch size ``num_parallel_environments``:
@@ -170,7 +182,8 @@ def create_environment(env_name: str = 'CartPole-v1',
     """
     _check_arguments(env_name, num_parallel_environments, seed,
                      use_subprocess, env_load_fn, max_episode_steps,
-                     render_mode, backend, step_timeout, check_finite)
+                     render_mode, backend, step_timeout, check_finite,
+                     worker_config)
     if backend not in ('gym', 'tf'):
         raise ValueError("create_environment: backend must be 'gym' or 'tf', "
                          "got %r" % (backend, ))
@@ -200,7 +213,8 @@ def create_environment(env_name: str = 'CartPole-v1',
     ]
     if use_subprocess:
         py_env = ParallelPyEnvironment(constructors,
-                                       step_timeout=step_timeout)
+                                       step_timeout=step_timeout,
+                                       worker_config=worker_config)
     else:
         py_env = BatchedPyEnvironment([c() for c in constructors])
     return TFPyEnvironment(py_env, check_finite=check_finite)

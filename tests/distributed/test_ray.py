@@ -13,6 +13,7 @@ every process of a cluster must agree.
 """
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -331,6 +332,9 @@ def test_settings_and_misuse_are_refused_in_one_line(local_ray):
     with pytest.raises(ValueError, match=r'RayConfig.max_restarts must be '
                        r'>= 0, got -1'):
         RayConfig(max_restarts=-1)
+    with pytest.raises(ValueError, match=r"RayConfig.unroll_timeout_secs: "
+                       r"expected a number of seconds > 0 or None, got 0"):
+        RayConfig(unroll_timeout_secs=0)
     with pytest.raises(TypeError, match=r"RayConfig.address: expected None"):
         RayConfig(address=6379)
     with pytest.raises(TypeError, match=r'RayConfig.num_cpus_per_actor: '
@@ -351,3 +355,113 @@ def test_settings_and_misuse_are_refused_in_one_line(local_ray):
     with pytest.raises(ValueError, match=r'queue_size must be >= 1, got 0'):
         RayActorPool(num_actors=1, **dict(kwargs, queue_size=0))
     assert ray.is_initialized()  # nothing of the user's Ray was shut down
+
+
+class _HangsOnce(PolicyUnittestEnv):
+    """Sleeps for an hour in its 40th step (a stuck simulator), writing
+    the time to ``HANG_MARKER`` first; once the marker exists (a restarted
+    actor), it steps normally."""
+
+    marker = None
+
+    def _step(self, action):
+        self._calls = getattr(self, '_calls', 0) + 1
+        if self._calls == 40 and not os.path.exists(self.marker):
+            with open(self.marker, 'w') as f:
+                f.write(repr(time.time()))
+            time.sleep(3600)
+        return super()._step(action)
+
+
+def _hanging_env(marker):
+    def make(seed):
+        # Actor 1 (seed != the run's) gets the hanging environment.
+        if seed == 0:
+            return _env(seed)
+        env = _HangsOnce(8, 6, seed=seed)
+        env.marker = marker
+        return TFPyEnvironment(env)
+
+    return make
+
+
+def _iteration_times(trainer):
+    """``[(time, iteration)]`` after each of the driver's calls."""
+    driver = trainer._driver
+    original = driver.run_iterations
+    times = []
+
+    def run_and_record(*args, **kwargs):
+        result = original(*args, **kwargs)
+        times.append((time.time(), int(trainer._iteration.numpy())))
+        return result
+
+    driver.run_iterations = run_and_record
+    return times
+
+
+def test_a_hung_actor_is_restarted_within_its_timeout_and_others_go_on(
+        tmp_path, local_ray, caplog):
+    marker = str(tmp_path / 'hung_at')
+    gin.bind_parameter('RayConfig.unroll_timeout_secs', 6.0)
+    gin.bind_parameter('RayConfig.max_restarts', 1)
+    trainer = AsyncOffPolicyTrainer(
+        _config(str(tmp_path / 'run'), num_iterations=150),
+        env=_hanging_env(marker), num_actors=2, actors='ray')
+    times = _iteration_times(trainer)
+    pool = trainer._driver.pool
+    try:
+        with caplog.at_level('WARNING'):
+            result = trainer.train()
+        stats = pool.stats()
+    finally:
+        trainer.close()
+    with open(marker) as f:
+        hung_at = float(f.read())
+    warnings = [r for r in caplog.records
+                if 'sent no experience for' in r.getMessage()]
+    assert len(warnings) == 1
+    # Counted from the request (the check waits while the learner is busy,
+    # e.g. tracing, and takes no message).
+    assert re.match(
+        r'actor 1 \(environments 8-15\) sent no experience for \d+ s '
+        r'\(RayConfig.unroll_timeout_secs=6\): its environment may hang; '
+        r'killed, Ray restarts it \(restart 1, RayConfig.max_restarts=1\)',
+        warnings[0].getMessage())
+    dropped_after = warnings[0].created - hung_at
+    # Actor 0 went on while actor 1 hung: iterations trained in the
+    # timeout that followed the hang.
+    during = [i for t, i in times if hung_at < t < warnings[0].created]
+    print('hung actor dropped %.1f s after it hung; %d iterations trained '
+          'meanwhile' % (dropped_after, len(during)))
+    assert 5.5 < dropped_after < 30
+    # Training went on (actor 0) while actor 1 restarted.
+    after = [i for t, i in times if t > warnings[0].created]
+    assert len(after) >= 5
+    assert result['iterations'] == 150
+    assert stats['ray/actor_restarts'] == 1
+
+
+def test_a_hang_more_than_max_restarts_stops_naming_the_actor(
+        tmp_path, local_ray):
+    marker = str(tmp_path / 'hung_at')
+    gin.bind_parameter('RayConfig.unroll_timeout_secs', 3.0)
+    gin.bind_parameter('RayConfig.max_restarts', 0)
+    trainer = AsyncOffPolicyTrainer(
+        _config(str(tmp_path / 'run'), num_iterations=100000),
+        env=_hanging_env(marker), num_actors=2, actors='ray')
+    try:
+        with pytest.raises(EnvironmentStepError) as info:
+            trainer.train()
+        stopped = time.time()
+    finally:
+        trainer.close()
+    with open(marker) as f:
+        hung_at = float(f.read())
+    assert stopped - hung_at < 30
+    assert re.search(
+        r'actor 1 \(environments 8-15\) sent no experience for \d+ s '
+        r'\(RayConfig.unroll_timeout_secs=3\): its environment may hang; '
+        r'Ray restarts it no more \(RayConfig.max_restarts=0\)',
+        str(info.value))
+    print('stopped %.1f s after the hang' % (stopped - hung_at))
