@@ -42,6 +42,7 @@ directory given with ``--module_path`` (searched first, like
 ``PYTHONPATH``; repeatable).
 """
 
+import os
 import sys
 from typing import Any, Dict, Optional, Sequence
 
