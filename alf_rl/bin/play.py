@@ -218,7 +218,7 @@ def _play_episodes(env: Any, step_fn: Callable, initial_state_fn: Callable,
             cond, body, (tf.constant(0), time_step, state, tf.constant(0.0)))
         return time_step, state, episode_return
 
-    returns = []
+    returns: List[float] = []
     time_step, state = env.reset(), initial_state_fn(1)
     while len(returns) < num_episodes:
         time_step, state, episode_return = run_episode(time_step, state)

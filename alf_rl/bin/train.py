@@ -44,7 +44,7 @@ directory given with ``--module_path`` (searched first, like
 
 import os
 import sys
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from absl import app, flags
 
@@ -135,7 +135,7 @@ def train(root_dir: str, gin_files: Sequence[str] = (),
 
 
 # The signal that asked the run to stop (for the exit message and status).
-_STOP_SIGNAL = []
+_STOP_SIGNAL: List[int] = []
 
 
 def _stop_on_first_signal():

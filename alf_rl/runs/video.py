@@ -33,7 +33,7 @@ def write_video(frames: Sequence[Any], path: str, fps: int = 30) -> int:
                        duration=max(int(1000 / fps), 20),
                        loop=0)
         with Image.open(path) as written:
-            return written.n_frames
+            return int(getattr(written, 'n_frames', 1))
     elif suffix == '.mp4':
         try:
             import imageio
@@ -41,7 +41,7 @@ def write_video(frames: Sequence[Any], path: str, fps: int = 30) -> int:
         except ImportError as e:
             raise ValueError("writing .mp4 needs the [render] extra "
                              "(pip install 'alf_rl[render]')") from e
-        imageio.mimwrite(path, frames, fps=fps)
+        imageio.mimwrite(path, list(frames), fps=fps)
         return len(frames)
     else:
         raise ValueError("--record_file must end in .gif or .mp4, got %r" %

@@ -34,7 +34,7 @@ def write_hparams(parent: str, found: Dict[str, List[Any]], metric: str,
     """
     import tensorflow as tf
     from tensorboard.plugins.hparams import api as hp
-    names = {k: [] for rs in found.values() for r in rs
+    names: Dict[str, List[Any]] = {k: [] for rs in found.values() for r in rs
              if isinstance(r, RunScores) for k in r.run.config.values}
     final_tag, best_tag = ('grid_search/final_' + metric,
                            'grid_search/best_' + metric)

@@ -10,7 +10,8 @@ import os
 from typing import Any
 
 from alf_rl.runs.quiet import import_tensorflow
-from alf_rl.tune.search import SearchOptions, prepare, run_pool, tally
+from alf_rl.tune.search import (SearchOptions, prepare, run_pool,
+                                search_dir, tally)
 from alf_rl.tune.spec import (Config, config_name, parse_grid, parse_seeds,
                               plan_runs)
 from alf_rl.tune.summary import (format_number, read_finished_runs,
@@ -57,11 +58,12 @@ def run_optuna(options: SearchOptions) -> int:
         raise ValueError('--optuna: the --grid values of %s must be numbers, '
                          'strings, booleans or None' % odd[0])
     import_tensorflow()
+    root_dir = search_dir(options)
     grid, seeds = parse_grid(options.grid), parse_seeds(options.seeds)
     study = optuna.create_study(
         study_name='alf-grid-search', load_if_exists=True,
         storage='sqlite:///' + os.path.abspath(
-            os.path.join(options.root_dir, 'optuna.db')),
+            os.path.join(root_dir, 'optuna.db')),
         direction='maximize' if options.mode == 'max' else 'minimize',
         sampler=optuna.samplers.TPESampler(seed=options.seed))
     stale = [t for t in study.trials
@@ -72,7 +74,7 @@ def run_optuna(options: SearchOptions) -> int:
         values = {n: (trial.params[n] if n in trial.params else
                       trial.suggest_categorical(n, grid[n])) for n in grid}
         config = Config(config_name(values), values)
-        results = pool.run(plan_runs(options.root_dir, [config], seeds))
+        results = pool.run(plan_runs(root_dir, [config], seeds))
         if pool.interrupted:
             return 130
         if any(r.status == 'failed' for r in results):
@@ -80,7 +82,7 @@ def run_optuna(options: SearchOptions) -> int:
             study.tell(trial.number, state=optuna.trial.TrialState.FAIL)
             continue
         row = score_config(config.name, read_finished_runs(
-            options.root_dir, options.metric)[config.name], options.mode)
+            root_dir, options.metric)[config.name], options.mode)
         if row.get('final_mean') is None:
             study.tell(trial.number, state=optuna.trial.TrialState.FAIL)
             continue
@@ -88,5 +90,5 @@ def run_optuna(options: SearchOptions) -> int:
         print('trial %d: %s: %s' % (trial.number, config.name,
                                     format_number(row.get('final_mean'))),
               flush=True)
-    summarize(options.root_dir, options.metric, options.mode)
+    summarize(root_dir, options.metric, options.mode)
     return 0

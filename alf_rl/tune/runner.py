@@ -122,8 +122,8 @@ class RunPool:
         self._command_for = command_for
         self._num_parallel = int(num_parallel)
         self._report = report
-        self._stop_signals = []
-        self._running = {}
+        self._stop_signals: List[int] = []
+        self._running: Dict[subprocess.Popen, _Started] = {}
 
     @property
     def interrupted(self) -> bool:

@@ -100,8 +100,7 @@ def prepare(options: SearchOptions) -> Tuple[List[Config], List[int]]:
     """
     if not options.gin_files:
         raise ValueError('--gin_file is required')
-    if not options.root_dir:
-        raise ValueError('--root_dir is required')
+    root_dir = search_dir(options)
     grid = parse_grid(options.grid)
     seeds = parse_seeds(options.seeds)
     configs = expand_grid(grid, options.random_samples, options.seed)
@@ -110,7 +109,7 @@ def prepare(options: SearchOptions) -> Tuple[List[Config], List[int]]:
             raise ValueError('--module_path %s: not a directory' % path)
     bindings = [b for c in configs for b in c.bindings()]
     check_gin_syntax(options.gin_files, list(options.gin_params) + bindings)
-    check_search_record(options.root_dir,
+    check_search_record(root_dir,
                         _search_record(options, grid, seeds), options.force,
                         write=not options.dry_run)
     return configs, seeds
@@ -170,6 +169,14 @@ def tally(results: Sequence[RunResult]) -> int:
     return 1 if failed else 0
 
 
+def search_dir(options: SearchOptions) -> str:
+    """``options.root_dir``, the search's directory; ValueError naming
+    ``--root_dir`` when it is not given."""
+    if not options.root_dir:
+        raise ValueError('--root_dir is required')
+    return options.root_dir
+
+
 def run_search(options: SearchOptions) -> int:
     """Runs (or dry-runs) a grid or random search, then summarizes it;
     with ``options.optuna``, runs the optuna study instead
@@ -188,7 +195,8 @@ def run_search(options: SearchOptions) -> int:
         from alf_rl.tune.optuna_study import run_optuna
         return run_optuna(options)
     configs, seeds = prepare(options)
-    runs = plan_runs(options.root_dir, configs, seeds)
+    root_dir = search_dir(options)
+    runs = plan_runs(root_dir, configs, seeds)
     if options.dry_run:
         _dry_run(runs, command_for(options))
         return 0
@@ -200,5 +208,5 @@ def run_search(options: SearchOptions) -> int:
               'resume', file=sys.stderr)
         return 130
     if any(r.status in ('done', 'skipped') for r in results):
-        summarize(options.root_dir, options.metric, options.mode)
+        summarize(root_dir, options.metric, options.mode)
     return code

@@ -51,7 +51,7 @@ def read_finished_runs(parent: str, metric: str) -> Dict[str, List[Any]]:
     """
     from alf_rl.utils.curves import read_curve
     tag = 'Metrics_vs_EnvironmentSteps/' + metric
-    found = {}
+    found: Dict[str, Any] = {}
     for name in sorted(os.listdir(parent)):
         seeds = sorted(
             (int(m.group(1)), m.group(0)) for m in (

@@ -11,11 +11,12 @@ Pure Python (no TensorFlow): a Ray actor process imports the Ray pool's
 module before it imports TensorFlow quietly.
 """
 
-from typing import (TYPE_CHECKING, Any, Dict, List, Protocol,
+from typing import (Any, Dict, List, Protocol,
                     runtime_checkable)
 
-if TYPE_CHECKING:  # data_structures imports TensorFlow
-    from alf_rl.data_structures import ActorMessage
+# An ``alf_rl.drivers.ActorMessage`` (drivers sit above utils, and this
+# module must not import TensorFlow).
+ActorMessage = Any
 
 #: The members ``ActorPool`` declares (errors name the missing ones).
 ACTOR_POOL_MEMBERS = ('num_actors', 'batch_size', 'start', 'publish', 'get',
@@ -65,7 +66,7 @@ class ActorPool(Protocol):
         """
         ...
 
-    def get(self, timeout: float) -> 'ActorMessage':
+    def get(self, timeout: float) -> ActorMessage:
         """The next ``ActorMessage`` of any actor.
 
         Args:
