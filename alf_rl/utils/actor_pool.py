@@ -66,7 +66,7 @@ class ActorPool(Protocol):
         """
         ...
 
-    def get(self, timeout: float) -> ActorMessage:
+    def get(self, timeout: float) -> 'ActorMessage':
         """The next ``ActorMessage`` of any actor.
 
         Args:
