@@ -348,7 +348,8 @@ def start_training_runtime(config: Any) -> None:
         create_strategy(config.strategy, config.num_logical_cpu_devices)
         configure = getattr(config.trainer, 'configure_runtime', None)
         if configure is not None:
-            configure()
+            import gin
+            configure(gin.get_bindings(config.trainer))
 
     start_runtime(_before_runtime)
 
@@ -382,14 +383,20 @@ def train(root_dir: str, gin_files: Sequence[str] = (),
     trainer_cls = config.trainer or OnPolicyTrainer
     start_training_runtime(config)
     trainer = trainer_cls(config)
+    _TRAINERS.append(trainer)  # a stop signal from now on stops it
+    if _STOP_SIGNAL:
+        trainer.request_stop()
     try:
         return trainer.train()
     finally:
+        _TRAINERS.remove(trainer)
         trainer.close()
 
 
 # The signal that asked the run to stop (for the exit message and status).
 _STOP_SIGNAL = []
+# The trainer a stop signal stops (once built).
+_TRAINERS = []
 
 
 def _stop_on_first_signal():
@@ -397,7 +404,6 @@ def _stop_on_first_signal():
     checkpoint and exit 130 (143 for SIGTERM); a second one aborts at once
     (``KeyboardInterrupt``, or the default SIGTERM action)."""
     import signal
-    from alf_rl.trainers.trainer import request_stop
 
     def _handler(signum, frame):
         signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -407,7 +413,8 @@ def _stop_on_first_signal():
         print('alf-train: %s: stopping after the current iteration(s) and '
               'writing a checkpoint (%s again to abort at once)' %
               (name, name), file=sys.stderr, flush=True)
-        request_stop()
+        for trainer in _TRAINERS:
+            trainer.request_stop()
 
     signal.signal(signal.SIGINT, _handler)
     signal.signal(signal.SIGTERM, _handler)

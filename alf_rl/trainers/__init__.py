@@ -2,7 +2,10 @@
 
 from alf_rl.trainers.errors import (EnvironmentStepError, NonFiniteLossError,
                                     TrainingError)
-from alf_rl.trainers.trainer import Trainer, TrainerConfig
+from alf_rl.trainers.config import (CheckpointConfig, EvaluationConfig,
+                                    ExecutionConfig, ReplayConfig,
+                                    ReportConfig, TrainerConfig)
+from alf_rl.trainers.trainer import Trainer
 from alf_rl.trainers.on_policy_trainer import OnPolicyTrainer
 from alf_rl.trainers.off_policy_trainer import OffPolicyTrainer
 from alf_rl.trainers.async_trainer import AsyncOffPolicyTrainer
