@@ -15,7 +15,7 @@ Each error is classified by where it was raised, not by its words:
 error is not a ``TrainingError`` and propagates as it is.
 """
 
-from typing import Optional, Tuple
+from typing import NoReturn, Optional, Tuple
 
 import tensorflow as tf
 
@@ -159,3 +159,28 @@ def training_error_from(error: tf.errors.OpError, iteration: int,
         loss_name=check.owner, components=check.components,
         value=check.value, update_applied=check.update_applied,
         detail=check.detail)
+
+
+def raise_training_error(error: tf.errors.OpError, iteration: int,
+                         num_iterations: int = 1,
+                         env_error: Optional[BaseException] = None
+                         ) -> NoReturn:
+    """Raises ``training_error_from(...)`` (from the environment's error or
+    ``error``), or ``error`` itself when it is no ``TrainingError``.
+
+    Args:
+        error, iteration, num_iterations, env_error: see
+            ``training_error_from``.
+
+    Raises:
+        TrainingError: a ``NonFiniteLossError`` or an
+            ``EnvironmentStepError``.
+        tf.errors.OpError: ``error``, when it is neither.
+    """
+    training_error = training_error_from(error, iteration, num_iterations,
+                                         env_error)
+    if training_error is None:
+        raise error
+    cause = (training_error.env_error
+             if isinstance(training_error, EnvironmentStepError) else error)
+    raise training_error from cause

@@ -20,6 +20,22 @@ from alf_rl.trainers.env_sources import EnvSource, build_env
 EVAL_SEED_OFFSET = 7919
 
 
+def check_eval_env_given(config: EvaluationConfig, env: Optional[EnvSource],
+                         eval_env: Optional[EnvSource]) -> None:
+    """Refuses a training ``env`` given without ``eval_env`` while
+    evaluating (the gin-configured one would not match it).
+
+    Raises:
+        ValueError: one line saying what to pass.
+    """
+    if config.evaluate and env is not None and eval_env is None:
+        raise ValueError(
+            "TrainerConfig.evaluate=True and env was given: also pass "
+            "eval_env (a factory (seed) -> TFEnvironment with "
+            "num_eval_episodes=%d environments), or set evaluate=False" %
+            config.num_eval_episodes)
+
+
 def create_eval_env(source: Optional[EnvSource], config: EvaluationConfig,
                     run_seed: int) -> TFEnvironment:
     """The evaluation environment, seeded ``run_seed + 7919``.

@@ -14,7 +14,7 @@ Python and in the graph.
 
 import sys
 import time
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
@@ -95,6 +95,32 @@ class RunClock(object):
         }
         self.last_summary_time, self.last_summary_steps = now, env_steps
         return rates
+
+
+    def result(self, metric_scalars: Dict[str, float], iterations: int,
+               stopped_early: bool, now: Optional[float] = None
+               ) -> Dict[str, Any]:
+        """What ``Trainer.train()`` returns.
+
+        Args:
+            metric_scalars: the final ``{'Metrics/<name>': value}``.
+            iterations: iterations done.
+            stopped_early: whether a stop request ended the call.
+            now: ``time.time()`` (default: now).
+
+        Returns:
+            ``metric_scalars`` with the last evaluation's as
+            ``'eval/Metrics/...'``, ``iterations``, ``train_secs``,
+            ``first_iteration_secs`` and ``stopped_early``.
+        """
+        result = dict(metric_scalars)
+        result.update({'eval/' + k: v for k, v in self.last_eval.items()})
+        result['iterations'] = iterations
+        result['train_secs'] = (time.time() if now is None else
+                                now) - self.start_time
+        result['first_iteration_secs'] = self.first_iteration_secs or 0.0
+        result['stopped_early'] = stopped_early
+        return result
 
 
 def format_secs(secs: float) -> str:

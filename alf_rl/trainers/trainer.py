@@ -22,22 +22,15 @@ From Python, build the pieces and hand them over (no gin needed)::
     trainer.close()
 
 ``alf-train`` instead configures ``TrainerConfig`` and
-``create_environment`` with gin. See ``examples/python/``.
-
-Outputs under ``root_dir``: ``train/`` and ``eval/`` event files, ``ckpt/``
-checkpoints, ``config.gin``, and ``.alf_rl.lock``: ``train()`` holds an
-exclusive lock on the directory (one run at a time; see
-``alf_rl.utils.checkpoint.RunDirLock``). Building a trainer writes nothing
-there.
-
-A run that cannot go on raises a ``TrainingError`` with fields
-(``NonFiniteLossError``, ``EnvironmentStepError``); its text is one line
-for the user.
+``create_environment`` with gin (see ``examples/python/``). Outputs under
+``root_dir``: ``train/`` and ``eval/`` event files, ``ckpt/``,
+``config.gin`` and the lock ``.alf_rl.lock``; building a trainer writes
+nothing there.
 """
 
 import threading
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 import tensorflow as tf
 
@@ -48,9 +41,9 @@ from alf_rl.metrics.training_metrics import TrainingMetrics
 from alf_rl.trainers.checkpoints import RunCheckpoints, driver_loop_state
 from alf_rl.trainers.config import TrainerConfig
 from alf_rl.trainers.env_sources import EnvSource, build_env
-from alf_rl.trainers.errors import (EnvironmentStepError, TrainingError,
-                                    training_error_from)
-from alf_rl.trainers.evaluation import Evaluator, create_eval_env
+from alf_rl.trainers.errors import TrainingError, raise_training_error
+from alf_rl.trainers.evaluation import (Evaluator, check_eval_env_given,
+                                        create_eval_env)
 from alf_rl.trainers.progress import (ProgressReporter, RunClock,
                                       budget_reached, stop_condition)
 from alf_rl.trainers.summaries import RunSummaries
@@ -62,33 +55,40 @@ from alf_rl.utils.common import set_random_seed
 EPISODE_AVERAGES = ('AverageReturn', 'AverageEpisodeLength')
 
 
-def _check_arguments(owner: str, config: TrainerConfig,
-                     env: Optional[EnvSource],
-                     eval_env: Optional[EnvSource]) -> None:
-    """The checks of ``Trainer``'s arguments (see its Raises)."""
-    if not isinstance(config, TrainerConfig):
-        raise TypeError("%s: config must be a TrainerConfig, got %s" %
-                        (owner, type(config).__name__))
-    evaluation = config.evaluation
-    if evaluation.evaluate and env is not None and eval_env is None:
-        raise ValueError(
-            "TrainerConfig.evaluate=True and env was given: also pass "
-            "eval_env (a factory (seed) -> TFEnvironment with "
-            "num_eval_episodes=%d environments), or set evaluate=False" %
-            evaluation.num_eval_episodes)
+def _build_run(config: TrainerConfig, env: Optional[EnvSource]
+               ) -> Tuple[Any, int, TFEnvironment, Any]:
+    """The run's strategy, seed, training environment and algorithm, in
+    the order TensorFlow needs them.
+
+    Returns:
+        ``(strategy or None, seed, env, algorithm)``.
+    """
+    execution = config.execution
+    # Before any TensorFlow op (set_random_seed runs some): logical devices
+    # and collective ops are configured at start-up only.
+    strategy = create_strategy(execution.strategy,
+                               execution.num_logical_cpu_devices)
+    # Under a strategy the global generator is mirrored: each replica draws
+    # its own stream, the state advancing alike on all of them.
+    with learner_scope(strategy):
+        seed = set_random_seed(config.random_seed)
+    env = (create_environment(seed=seed) if env is None else
+           build_env(env, seed, 'env'))
+    with learner_scope(strategy):
+        algorithm = config.algorithm_ctor(
+            observation_spec=env.observation_spec(),
+            action_spec=env.action_spec())
+    return strategy, seed, env, algorithm
 
 
 class Trainer(object):
     """Base of trainers: environment, algorithm and the training loop.
 
-    Environments: pass ``env`` (and ``eval_env`` when evaluating) to
-    train on environments built in Python; leave them ``None`` to build
-    them with the gin-configured ``create_environment`` (what ``alf-train``
-    does). Each is a ``TFEnvironment`` or, preferably, a factory ``(seed:
-    int) -> TFEnvironment``: the factory is called with the run's seed
-    (from ``config.random_seed``) for ``env`` and with that seed + 7919 for
-    ``eval_env``, so a seeded run seeds its environments too, as with gin.
-    The trainer owns the environments: ``close()`` closes them.
+    Environments: ``env`` and ``eval_env`` are ``TFEnvironment``s or,
+    better, factories ``(seed: int) -> TFEnvironment``, called with the
+    run's seed (``eval_env``: seed + 7919), so a seeded run seeds them too;
+    ``None`` builds them with the gin-configured ``create_environment``
+    (the ``alf-train`` way). The trainer owns them: ``close()`` closes them.
 
     Args:
         config: a ``TrainerConfig``.
@@ -113,31 +113,22 @@ class Trainer(object):
     def __init__(self, config: TrainerConfig,
                  env: Optional[EnvSource] = None,
                  eval_env: Optional[EnvSource] = None):
-        _check_arguments(type(self).__name__, config, env, eval_env)
+        if not isinstance(config, TrainerConfig):
+            raise TypeError("%s: config must be a TrainerConfig, got %s" %
+                            (type(self).__name__, type(config).__name__))
         evaluation = config.evaluation
+        check_eval_env_given(evaluation, env, eval_env)
         self._config = config
         self._root_dir = config.root_dir
         self._stop_requested = threading.Event()
-        execution = config.execution
-        # Before any TensorFlow op (set_random_seed runs some): logical
-        # devices and collective ops are configured at start-up only.
-        self._strategy = create_strategy(execution.strategy,
-                                         execution.num_logical_cpu_devices)
-        # Under a strategy the global generator is mirrored: each replica
-        # draws its own stream, the state advancing alike on all of them.
-        with learner_scope(self._strategy):
-            self._seed = set_random_seed(config.random_seed)
-        self._env = (create_environment(seed=self._seed) if env is None else
-                     build_env(env, self._seed, 'env'))
-        with learner_scope(self._strategy):
-            self._algorithm = config.algorithm_ctor(
-                observation_spec=self._env.observation_spec(),
-                action_spec=self._env.action_spec())
+        (self._strategy, self._seed, self._env,
+         self._algorithm) = _build_run(config, env)
         self._evaluator = None
         if evaluation.evaluate:
             self._evaluator = Evaluator(
                 create_eval_env(eval_env, evaluation, self._seed),
-                self._algorithm, use_tf_functions=execution.use_tf_functions)
+                self._algorithm,
+                use_tf_functions=config.execution.use_tf_functions)
         self._iteration = tf.Variable(0, dtype=tf.int64, trainable=False,
                                       name='iteration')
         # Games (e.g. Atari's, over all lives, unclipped) are folded in
@@ -162,22 +153,16 @@ class Trainer(object):
 
     # ------------------------------------------------------------ to override
     def _create_driver(self) -> Any:
-        """Builds the training driver (called once, in ``__init__``), which
-        updates ``self._metrics.step_metrics``.
-
-        Can use ``self._env``, ``self._algorithm``, ``self._config``,
-        ``self._seed``, ``self._metrics`` and ``self._iteration``.
-        """
+        """Builds the training driver (once, in ``__init__``), which updates
+        ``self._metrics.step_metrics``; ``self._env``, ``_algorithm``,
+        ``_config``, ``_seed``, ``_metrics`` and ``_iteration`` exist."""
         raise NotImplementedError()
 
     def _train_iterations(self, num_iterations: int) -> Any:
         """Runs up to ``num_iterations`` iterations in one compiled call,
-        stopping early once ``_stop_condition()`` holds.
-
-        Returns:
-            ``(loss_info, iterations_done)``: the last iteration's reduced
-            ``LossInfo`` and how many iterations ran.
-        """
+        stopping early once ``_stop_condition()`` holds; returns
+        ``(loss_info, iterations_done)``, the last iteration's reduced
+        ``LossInfo`` and how many iterations ran."""
         raise NotImplementedError()
 
     def _metrics_batch_size(self) -> int:
@@ -194,18 +179,13 @@ class Trainer(object):
         iteration and optimizers: what a resumed run needs to continue as
         the uninterrupted one would.
 
-        - ``rng``: the global ``tf.random.Generator`` that
-          ``make_stateless_seed`` draws from (set by ``set_random_seed``;
-          restoring assigns its state variable, which the compiled
-          functions captured).
-        - ``eval_rng``: the evaluation's own generator (a placeholder
-          without evaluation, so that the checkpoint's layout does not
-          depend on ``evaluate``).
+        - ``rng``: the global ``tf.random.Generator`` (restoring assigns
+          its state variable, which the compiled functions captured).
+        - ``eval_rng``: the evaluation's generator (a placeholder without
+          evaluation: the layout does not depend on ``evaluate``).
         - ``env_state`` and ``driver_state``, when the training environment
-          can save its state (``env.checkpoint_state()``: ``suite_tf``,
-          ``suite_unittest``): the environment's state and the driver's
-          last ``TimeStep`` and policy state. Other environments (gymnasium)
-          are reset after a resume: their episodes restart.
+          can save its state (``suite_tf``, ``suite_unittest``); others
+          (gymnasium) are reset after a resume: their episodes restart.
 
         Subclasses add theirs (e.g. a replay buffer) to this dict.
         """
@@ -249,13 +229,10 @@ class Trainer(object):
     def request_stop(self) -> None:
         """Asks a running ``train()`` to stop after its current call.
 
-        Safe to call from a signal handler or another thread (``alf-train``
-        calls it on the first Ctrl-C): the loop finishes the compiled call
-        in progress, writes a checkpoint and returns with
-        ``result['stopped_early'] = True``. Raising ``KeyboardInterrupt``
-        instead could land inside an environment's Python callback in the
-        middle of a graph call. A request made before ``train()`` stops it
-        before its first iteration.
+        Safe from a signal handler or another thread (``alf-train`` calls it
+        on the first Ctrl-C; a ``KeyboardInterrupt`` could land inside an
+        environment's callback mid-call): ``train()`` finishes the call in
+        progress, writes a checkpoint and returns with ``stopped_early``.
         """
         self._stop_requested.set()
 
@@ -291,26 +268,21 @@ class Trainer(object):
         TensorBoard shows one value per step.
 
         Returns:
-            dict of final metric values (``'Metrics/...'``), plus the last
-            evaluation under ``'eval/...'`` when evaluating, ``iterations``,
-            ``train_secs`` (the training loop's wall-clock),
-            ``first_iteration_secs`` (its first iteration, which includes
-            tracing and XLA compilation) and ``stopped_early`` (True when
-            ``request_stop()`` ended it; a checkpoint was still written).
+            the final ``'Metrics/...'`` values, the last evaluation's as
+            ``'eval/Metrics/...'``, ``iterations``, ``train_secs``,
+            ``first_iteration_secs`` (tracing and XLA compilation included)
+            and ``stopped_early`` (``request_stop()`` ended it, after a
+            checkpoint).
 
         Raises:
             TrainingError: a ``NonFiniteLossError`` or an
-                ``EnvironmentStepError``. A checkpoint is written first when
-                the model is still good (its message says so, and
-                ``error.checkpoint`` is its prefix); when the update with
-                the bad loss was already applied it is not, and the message
-                says why.
+                ``EnvironmentStepError``, after a checkpoint when the model
+                is still good (see ``RunCheckpoints.save_after_error``).
             RunDirLockedError: another process trains in ``root_dir``.
             RunDirError: ``root_dir`` cannot be written (e.g. a full disk:
                 ``CheckpointSaveError``, the last good checkpoint kept).
-            NoUsableCheckpointError: checkpoints are on disk and none reads
-                back, and ``fresh_start`` is False.
-            CheckpointError: the checkpoint does not match the model.
+            NoUsableCheckpointError, CheckpointError: see
+                ``RunCheckpoints.restore``.
         """
         with self._checkpoints.locked():
             return self._train_locked()
@@ -336,12 +308,15 @@ class Trainer(object):
                     raise
                 self._after_call(clock, loss_info, now)
             if loss_info is not None and self._done():
-                self._final_summaries(clock, loss_info)
+                self._after_call(clock, loss_info, time.time(), final=True)
             self._report_progress(clock)
             checkpoints.save(self._iteration_count(), summaries.flush)
         finally:
             summaries.flush()
-        return self._result(clock)
+        stopped = self._stop_requested.is_set()
+        self._stop_requested.clear()  # handled: the next train() runs
+        return clock.result(self._metrics.scalars(), self._iteration_count(),
+                            stopped)
 
     def _run_call(self, clock):
         """One compiled call of one or more training iterations.
@@ -351,8 +326,7 @@ class Trainer(object):
             and the wall-clock at the end of the call.
 
         Raises:
-            TrainingError: built by ``training_error_from`` when the call
-                failed in a way it recognizes (else the original error).
+            TrainingError: see ``raise_training_error``.
         """
         it = self._iteration_count()
         n = (1 if clock.first_iteration_secs is None else
@@ -365,12 +339,7 @@ class Trainer(object):
             loss_info, done = self._train_iterations(n)
             done = int(done)
         except tf.errors.OpError as e:
-            error = training_error_from(e, it + 1, n, self._env.last_error)
-            if error is None:
-                raise
-            cause = (error.env_error
-                     if isinstance(error, EnvironmentStepError) else e)
-            raise error from cause
+            raise_training_error(e, it + 1, n, self._env.last_error)
         self._iteration.assign_add(done)
         if self._metrics.game_score is not None:
             self._metrics.game_score.add(self._env.pop_game_scores())
@@ -378,31 +347,27 @@ class Trainer(object):
         clock.record_call(now, call_start, done, self._fraction_done())
         return loss_info, now
 
-    def _after_call(self, clock, loss_info, now):
+    def _after_call(self, clock, loss_info, now, final=False):
         """Summaries, evaluation, checkpoint and progress line, each when
-        its interval comes due at the iteration the call ended on."""
+        its interval comes due at the iteration the call ended on.
+        ``final`` (the end of training): the summaries and evaluation of
+        the last iteration unless their intervals just wrote them, so that
+        a run's curves (and tables made from them) end at its budget."""
         c = self._config
         it = self._iteration_count()
-        if it % c.report.summary_interval == 0:
+        if (it % c.report.summary_interval == 0) != final:
             self._write_train_summaries(clock, loss_info, it, now)
-        if c.evaluation.evaluate and it % c.evaluation.eval_interval == 0:
-            clock.last_eval = self._evaluate_and_write(it)
-        if it % c.checkpoint.checkpoint_interval == 0:
+        if c.evaluation.evaluate and (
+                it % c.evaluation.eval_interval == 0) != final:
+            clock.last_eval = self.evaluate()
+            self._summaries.write_eval(clock.last_eval, it,
+                                       self._env_steps())
+        if not final and it % c.checkpoint.checkpoint_interval == 0:
             self._checkpoints.save(it, self._summaries.flush)
-        if now - clock.last_report >= c.report.progress_interval_secs:
+        if not final and now - clock.last_report >= \
+                c.report.progress_interval_secs:
             self._report_progress(clock)
             clock.last_report = now
-
-    def _final_summaries(self, clock, loss_info):
-        """At the end of training: the summaries and evaluation of the
-        last iteration, unless their intervals just wrote them, so that a
-        run's curves (and tables made from them) end at its budget."""
-        c = self._config
-        it = self._iteration_count()
-        if it % c.report.summary_interval:
-            self._write_train_summaries(clock, loss_info, it, time.time())
-        if c.evaluation.evaluate and it % c.evaluation.eval_interval:
-            clock.last_eval = self._evaluate_and_write(it)
 
     def _write_train_summaries(self, clock, loss_info, iteration, now):
         """Metrics, losses and throughput under ``train/`` at
@@ -414,27 +379,9 @@ class Trainer(object):
         scalars.update(self._extra_summaries())
         self._summaries.write_train(scalars, iteration, env_steps)
 
-    def _evaluate_and_write(self, iteration):
-        """Runs ``evaluate()`` and writes it under ``eval/`` at
-        ``iteration`` (and against environment steps); returns it."""
-        scalars = self.evaluate()
-        self._summaries.write_eval(scalars, iteration, self._env_steps())
-        return scalars
-
     def _report_progress(self, clock):
         self._progress.report(clock, self._iteration_count(),
                               self._fraction_done())
-
-    def _result(self, clock):
-        """The dict ``train()`` returns; clears a handled stop request."""
-        result = self._metrics.scalars()
-        result.update({'eval/' + k: v for k, v in clock.last_eval.items()})
-        result['iterations'] = self._iteration_count()
-        result['train_secs'] = time.time() - clock.start_time
-        result['first_iteration_secs'] = clock.first_iteration_secs or 0.0
-        result['stopped_early'] = self._stop_requested.is_set()
-        self._stop_requested.clear()  # handled: the next train() runs
-        return result
 
     def _iteration_count(self):
         return int(self._iteration.numpy())
