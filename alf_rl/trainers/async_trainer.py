@@ -285,5 +285,5 @@ class AsyncOffPolicyTrainer(OffPolicyTrainer):
         self._driver.close()
         if self._actor_kind == 'ray':
             self._env.close()
-        if self._eval_env is not None:
-            self._eval_env.close()
+        if self._evaluator is not None:
+            self._evaluator.close()
