@@ -203,7 +203,7 @@ class _Counters(object):
 
     def __init__(self, trainer):
         self._trainer = trainer
-        self._steps = trainer._metrics['EnvironmentSteps']
+        self._steps = trainer.metrics.env_steps
         self._optimizer = [
             o for o, _ in trainer.algorithm.get_optimizer_and_variable_sets()
             if o is not None][0]
@@ -243,7 +243,6 @@ def _rates(a, b):
 
 def _measure_rate(trainer, warmup, window):
     """Trains until the window after the warm-up has passed; the rates."""
-    from alf_rl.trainers.trainer import request_stop
     counters = _Counters(trainer)
     result, finished = {}, threading.Event()
 
@@ -259,7 +258,7 @@ def _measure_rate(trainer, warmup, window):
                 return
             result.update(_rates(first, counters.read()))
         finally:
-            request_stop()
+            trainer.request_stop()
 
     thread = threading.Thread(target=_monitor, daemon=True)
     thread.start()

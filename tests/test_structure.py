@@ -176,7 +176,6 @@ _OVER_BUDGET = {
     'alf_rl.networks.encoding_network.EncodingNetwork.__init__': 81,
     'alf_rl.networks.projection_networks.NormalProjectionNetwork.__init__': 64,
     'alf_rl.replay.prioritized_replay_buffer.PrioritizedReplayBuffer._sample_starts': 68,
-    'alf_rl.trainers.trainer.TrainerConfig.__init__': 79,
 }
 
 # ---------------------------------------------------------------------------

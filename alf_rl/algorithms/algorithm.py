@@ -58,6 +58,7 @@ from alf_rl.data_structures import Experience, LossInfo, TrainingInfo
 from alf_rl.networks.target_network import PeriodicSoftUpdate, TargetNetwork
 from alf_rl.ops.masks import is_unset, num_replicas, reduce_loss_info
 from alf_rl.specs import zeros_from_spec
+from alf_rl.utils.loss_checks import check_loss_finite
 from alf_rl.utils.nest import Nest, flatten_with_path
 
 
@@ -468,10 +469,9 @@ class Algorithm(tf.Module):
                 total += loss_info.loss
             if not is_unset(loss_info.scalar_loss):
                 total += loss_info.scalar_loss
-            total = tf.debugging.check_numerics(
-                total * weight, "loss of %s (components: %s)" %
-                (self.name, ', '.join(p for p, _ in flatten_with_path(
-                    loss_info.extra, 'loss'))))
+            total = check_loss_finite(
+                total * weight, self.name, [p for p, _ in flatten_with_path(
+                    loss_info.extra, 'loss')])
         all_grads_and_vars = []
         for optimizer, variables in self.get_optimizer_and_variable_sets():
             gate = self._should_apply(optimizer)

@@ -94,7 +94,8 @@ def start_training_runtime(config: Any) -> None:
         create_strategy(config.strategy, config.num_logical_cpu_devices)
         configure = getattr(config.trainer, 'configure_runtime', None)
         if configure is not None:
-            configure()
+            import gin
+            configure(gin.get_bindings(config.trainer))
 
     start_runtime(_before_runtime)
 
@@ -128,14 +129,20 @@ def train(root_dir: str, gin_files: Sequence[str] = (),
     trainer_cls = config.trainer or OnPolicyTrainer
     start_training_runtime(config)
     trainer = trainer_cls(config)
+    _TRAINERS.append(trainer)  # a stop signal from now on stops it
+    if _STOP_SIGNAL:
+        trainer.request_stop()
     try:
         return trainer.train()
     finally:
+        _TRAINERS.remove(trainer)
         trainer.close()
 
 
 # The signal that asked the run to stop (for the exit message and status).
 _STOP_SIGNAL: List[int] = []
+# The trainer a stop signal stops (once built).
+_TRAINERS: List[Any] = []
 
 
 def _stop_on_first_signal():
@@ -152,7 +159,6 @@ def _stop_on_first_signal():
     disk stay intact; subprocess workers end with their parent)."""
     import signal
     import threading
-    from alf_rl.trainers.trainer import request_stop
     read_fd, write_fd = os.pipe()
     os.set_blocking(write_fd, False)
     signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
@@ -172,7 +178,8 @@ def _stop_on_first_signal():
         print('alf-train: %s: stopping after the current iteration(s) and '
               'writing a checkpoint (%s again to abort at once)' %
               (name, name), file=sys.stderr, flush=True)
-        request_stop()
+        for trainer in list(_TRAINERS):
+            trainer.request_stop()
 
     def _watch():
         while True:

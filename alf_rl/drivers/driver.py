@@ -25,6 +25,7 @@ from alf_rl.data_structures import (LossInfo, PolicyStep, TimeStep,
 from alf_rl.metrics import default_metrics
 from alf_rl.ops import distributions as dist_ops
 from alf_rl.utils.common import loop_traced_once, reset_state_if_necessary
+from alf_rl.utils.loss_checks import XLA_ITERATION, check_loss_finite
 from alf_rl.utils.nest import (Nest, assert_same_structure,
                                check_nest_matches_spec)
 
@@ -205,8 +206,8 @@ class Driver(object):
         def _check(x):
             if not isinstance(x, LossInfo):
                 return x
-            return x._replace(loss=tf.debugging.check_numerics(
-                x.loss, "loss of %s (XLA-compiled iteration)" % name))
+            return x._replace(loss=check_loss_finite(x.loss, name,
+                                                     xla=XLA_ITERATION))
 
         def _checked(*args):
             return tuple(_check(x) for x in inner(*args))

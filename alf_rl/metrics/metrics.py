@@ -120,8 +120,13 @@ class NumberOfEpisodes(StepMetric):
         return self._count.read_value()
 
 
-class _EpisodeAverageMetric(StepMetric):
+class EpisodeAverageMetric(StepMetric):
     """Mean of a per-episode sum over the last ``buffer_size`` episodes.
+
+    A base for metrics of whole episodes: a subclass says what each step
+    adds (``_step_value``). It reads 0 until an episode has ended, which is
+    not a score, so the trainer leaves such metrics out of its summaries
+    and progress line until then.
 
     Each environment accumulates ``_step_value(time_step)`` over the
     non-FIRST steps of its current episode (reset to 0 at FIRST). When an
@@ -249,7 +254,7 @@ class _EpisodeAverageMetric(StepMetric):
         return tf.math.divide_no_nan(total, tf.cast(filled, self._dtype))
 
 
-class AverageReturn(_EpisodeAverageMetric):
+class AverageReturn(EpisodeAverageMetric):
     """Average undiscounted return of the last ``buffer_size`` episodes."""
 
     def __init__(self,
@@ -270,7 +275,7 @@ class AverageReturn(_EpisodeAverageMetric):
         return time_step.reward
 
 
-class AverageEpisodeLength(_EpisodeAverageMetric):
+class AverageEpisodeLength(EpisodeAverageMetric):
     """Average length (non-FIRST steps) of the last ``buffer_size`` episodes.
     """
 

@@ -34,7 +34,7 @@ actor's message the learner takes next depends on timing.
 
 import os
 import sys
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Mapping, Optional
 
 import gin
 import tensorflow as tf
@@ -48,19 +48,12 @@ from alf_rl.drivers.rollout_worker import (RolloutWorker,
 from alf_rl.environments.utils import create_environment
 from alf_rl.trainers.errors import EnvironmentStepError
 from alf_rl.trainers.off_policy_trainer import OffPolicyTrainer
-from alf_rl.trainers.trainer import EnvSource, TrainerConfig, _build_env
+from alf_rl.trainers.config import TrainerConfig
+from alf_rl.trainers.env_sources import EnvSource, build_env
 from alf_rl.utils.actor_messages import ActorFailedError
 from alf_rl.utils.config_types import check_arg_types
 
 _ACTOR_KINDS = ('threads', 'ray')
-
-
-def _gin_setting(name: str, default: Any) -> Any:
-    """``AsyncOffPolicyTrainer.<name>`` as bound in gin, else ``default``."""
-    try:
-        return gin.query_parameter('AsyncOffPolicyTrainer.' + name)
-    except ValueError:
-        return default
 
 
 def _set_inter_op_threads(num_actors: int) -> bool:
@@ -165,31 +158,40 @@ class AsyncOffPolicyTrainer(OffPolicyTrainer):
         super().__init__(config, env=env, eval_env=eval_env)
 
     @staticmethod
-    def configure_runtime() -> None:
-        """Before TensorFlow's runtime starts (``alf-train`` calls it after
-        parsing gin): enough inter-op threads for the gin-configured
-        number of thread actors (see ``_set_inter_op_threads``)."""
-        if _gin_setting('actors', 'threads') == 'threads':
-            _set_inter_op_threads(int(_gin_setting('num_actors', 2)))
+    def configure_runtime(settings: Mapping[str, Any]) -> None:
+        """Before TensorFlow's runtime starts: enough inter-op threads for
+        the number of thread actors (see ``_set_inter_op_threads``).
+
+        Args:
+            settings: the keyword arguments the trainer will be built with
+                (``actors``, ``num_actors``; the others are ignored).
+                ``alf-train`` passes gin's bindings of the class.
+        """
+        if settings.get('actors', 'threads') == 'threads':
+            _set_inter_op_threads(int(settings.get('num_actors', 2)))
+
+    def _metrics_batch_size(self) -> int:
+        # The learner's metrics count over every actor's environments.
+        return self._num_actors * self._env.batch_size
 
     def _replay_batch_size(self):
         # Replay holds every actor's environments; on-policy training
         # takes one actor's B environments per iteration.
-        if self._config.clear_replay_buffer:
+        if self._config.replay.clear_replay_buffer:
             return self._env.batch_size
         return self._num_actors * self._env.batch_size
 
     def _create_driver(self):
         super()._create_driver()  # replayer, checks, optimizers
         c = self._config
-        replayer = None if c.clear_replay_buffer else self._replayer
-        return AsyncOffPolicyDriver(self._algorithm,
-                                    self._create_pool(),
-                                    iteration_length=c.unroll_length,
-                                    replayer=replayer,
-                                    max_policy_lag=self._max_policy_lag,
-                                    message_timeout=self._message_timeout,
-                                    use_tf_functions=c.use_tf_functions)
+        replayer = None if c.replay.clear_replay_buffer else self._replayer
+        return AsyncOffPolicyDriver(
+            self._algorithm, self._create_pool(),
+            iteration_length=c.unroll_length, replayer=replayer,
+            max_policy_lag=self._max_policy_lag,
+            message_timeout=self._message_timeout,
+            metrics=self._metrics.step_metrics,
+            use_tf_functions=c.execution.use_tf_functions)
 
     def _create_pool(self):
         c = self._config
@@ -205,7 +207,7 @@ class AsyncOffPolicyTrainer(OffPolicyTrainer):
                 batch_size=self._env.batch_size,
                 queue_size=self._queue_size,
                 learner_variables=self._driver_signature(),
-                use_tf_functions=c.use_tf_functions)
+                use_tf_functions=c.execution.use_tf_functions)
         workers = []
         for i in range(self._num_actors):
             seed = make_worker_seed(self._seed, i)
@@ -213,8 +215,9 @@ class AsyncOffPolicyTrainer(OffPolicyTrainer):
             algorithm = c.algorithm_ctor(
                 observation_spec=env.observation_spec(),
                 action_spec=env.action_spec())
-            worker = RolloutWorker(env, algorithm, i, length, seed,
-                                   use_tf_functions=c.use_tf_functions)
+            worker = RolloutWorker(
+                env, algorithm, i, length, seed,
+                use_tf_functions=c.execution.use_tf_functions)
             check_same_variables(publishable_variables(self._algorithm),
                                  worker.variable_signature(), 'actor %d' % i)
             workers.append(worker)
@@ -238,7 +241,7 @@ class AsyncOffPolicyTrainer(OffPolicyTrainer):
                 "AsyncOffPolicyTrainer: env must be a factory (seed) -> "
                 "TFEnvironment when num_actors > 1: each of the %d actors "
                 "builds its own" % self._num_actors)
-        return _build_env(source, seed, 'env')
+        return build_env(source, seed, 'env')
 
     def _checkpoint_objects(self):
         """The off-policy trainer's objects, without the environment's and
@@ -250,16 +253,16 @@ class AsyncOffPolicyTrainer(OffPolicyTrainer):
         return objects
 
     def _train_iterations(self, num_iterations):
-        c = self._config
+        r = self._config.replay
         driver = self._driver
         try:
             if not driver.started:
                 driver.start(int(self._iteration.numpy()))
-            if c.initial_collect_steps and not c.clear_replay_buffer:
+            if r.initial_collect_steps and not r.clear_replay_buffer:
                 while (int(self._replayer.buffer.total_size) <
-                       c.initial_collect_steps):
+                       r.initial_collect_steps):
                     driver.run_iterations(1, None, observe_only=True)
-            if c.clear_replay_buffer:
+            if r.clear_replay_buffer:
                 train_fn = self._train_on
             else:
                 train_fn = lambda steps: self._train()
@@ -282,5 +285,5 @@ class AsyncOffPolicyTrainer(OffPolicyTrainer):
         self._driver.close()
         if self._actor_kind == 'ray':
             self._env.close()
-        if self._eval_env is not None:
-            self._eval_env.close()
+        if self._evaluator is not None:
+            self._evaluator.close()

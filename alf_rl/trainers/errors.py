@@ -1,17 +1,25 @@
 """Structured training errors: what stopped a run, as fields and one line.
 
-``training_error_from`` turns the ``tf.errors.OpError`` of a failed
-compiled call into a ``TrainingError``: a ``NonFiniteLossError`` when a
-loss check (``tf.debugging.check_numerics`` with a message ``loss of <name>
-(<what>)``) fired, an ``EnvironmentStepError`` when an environment reported
-an error, else a plain ``TrainingError``. The loss message is parsed here
-only.
+Each error is classified by where it was raised, not by its words:
+
+- an environment's Python callback that raised inside a compiled call
+  leaves its exception in ``env.last_error`` (``TFPyEnvironment``): that
+  exception, not the graph's error text, makes an ``EnvironmentStepError``
+  (the asynchronous trainer raises one from an ``ActorFailedError``);
+- a non-finite loss fails the in-graph ``check_loss_finite``
+  (``alf_rl.utils.loss_checks``), whose message has one declared form that
+  the same module reads back (``failed_loss_check``): a
+  ``NonFiniteLossError`` with its fields.
+
+``training_error_from`` applies both to a failed compiled call; any other
+error is not a ``TrainingError`` and propagates as it is.
 """
 
-import re
-from typing import Any, Dict, Optional, Tuple
+from typing import NoReturn, Optional, Tuple
 
 import tensorflow as tf
+
+from alf_rl.utils.loss_checks import failed_loss_check
 
 
 class TrainingError(RuntimeError):
@@ -71,13 +79,12 @@ class NonFiniteLossError(TrainingError):
 
     Args:
         message, iteration, last_iteration: see ``TrainingError``.
-        loss_name: the name in the check's ``"loss of <name> (...)"``
-            message: the algorithm's ``name`` (e.g. ``'PPOAlgorithm'``).
+        loss_name: the algorithm's ``name`` the check names (e.g.
+            ``'PPOAlgorithm'``).
         components: the loss components the check names (paths such as
             ``'loss.pg_loss'``); ``()`` for the XLA checks, which see only
             the total.
-        value: ``'NaN'`` or ``'Inf'`` (``None`` if the message says neither
-            in the usual form).
+        value: ``'NaN'`` or ``'Inf'``.
         update_applied: True when the check ran after an XLA-compiled
             update or iteration (XLA drops ``CheckNumerics``), so the
             update with the bad loss was already applied.
@@ -116,50 +123,6 @@ class EnvironmentStepError(TrainingError):
         self.env_error = env_error
 
 
-# "loss of <name> (<what>) : Tensor had NaN values", as written by
-# ``Algorithm.train_complete`` (<what> = "components: a, b"), by the XLA
-# checks of the drivers ("XLA-compiled iteration") and of the off-policy
-# trainer ("XLA-compiled update").
-_LOSS_CHECK = re.compile(r'loss of (?P<name>\S+) \((?P<what>[^()]*)\)')
-_VALUE = re.compile(r'Tensor had (?P<value>NaN|Inf) values')
-
-
-def _parse_non_finite_loss(message: str) -> Optional[Dict[str, Any]]:
-    """Reads a ``check_numerics`` failure on a loss out of an error text.
-
-    The one place that knows the message format of the loss checks.
-
-    Args:
-        message: the text of a ``tf.errors.OpError`` (several lines for a
-            graph error: 'Graph execution error:', a stack, then the
-            check's line).
-
-    Returns:
-        ``None`` if ``message`` is not a non-finite-loss failure, else a
-        dict with the ``NonFiniteLossError`` fields ``loss_name``,
-        ``components``, ``value``, ``update_applied`` and ``detail``.
-    """
-    if 'loss of' not in message or not ('NaN' in message
-                                        or 'Inf' in message):
-        return None
-    detail = next((line.strip() for line in message.split('\n')
-                   if 'loss of' in line), message)
-    match = _LOSS_CHECK.search(detail)
-    what = match.group('what') if match else ''
-    components = ()
-    if what.startswith('components:'):
-        components = tuple(p.strip() for p in
-                           what[len('components:'):].split(',') if p.strip())
-    value = _VALUE.search(detail)
-    return {
-        'loss_name': match.group('name') if match else '',
-        'components': components,
-        'value': value.group('value') if value else None,
-        'update_applied': 'XLA' in message,
-        'detail': detail,
-    }
-
-
 def training_error_from(error: tf.errors.OpError, iteration: int,
                         num_iterations: int = 1,
                         env_error: Optional[BaseException] = None
@@ -185,12 +148,39 @@ def training_error_from(error: tf.errors.OpError, iteration: int,
         return EnvironmentStepError(
             "training stopped %s: %s" % (where, env_error), iteration, last,
             env_error)
-    message = getattr(error, 'message', str(error))
-    fields = _parse_non_finite_loss(message)
-    if fields is None:
+    check = failed_loss_check(error)
+    if check is None:
         return None
     applied = ("the XLA-compiled update was already applied"
-               if fields['update_applied'] else "no update was applied")
+               if check.update_applied else "no update was applied")
     return NonFiniteLossError(
         "training stopped %s: non-finite loss (%s); %s." %
-        (where, fields['detail'][:500], applied), iteration, last, **fields)
+        (where, check.detail[:500], applied), iteration, last,
+        loss_name=check.owner, components=check.components,
+        value=check.value, update_applied=check.update_applied,
+        detail=check.detail)
+
+
+def raise_training_error(error: tf.errors.OpError, iteration: int,
+                         num_iterations: int = 1,
+                         env_error: Optional[BaseException] = None
+                         ) -> NoReturn:
+    """Raises ``training_error_from(...)`` (from the environment's error or
+    ``error``), or ``error`` itself when it is no ``TrainingError``.
+
+    Args:
+        error, iteration, num_iterations, env_error: see
+            ``training_error_from``.
+
+    Raises:
+        TrainingError: a ``NonFiniteLossError`` or an
+            ``EnvironmentStepError``.
+        tf.errors.OpError: ``error``, when it is neither.
+    """
+    training_error = training_error_from(error, iteration, num_iterations,
+                                         env_error)
+    if training_error is None:
+        raise error
+    cause = (training_error.env_error
+             if isinstance(training_error, EnvironmentStepError) else error)
+    raise training_error from cause

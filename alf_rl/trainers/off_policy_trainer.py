@@ -29,6 +29,7 @@ from alf_rl.drivers.off_policy_driver import SyncOffPolicyDriver
 from alf_rl.replay import (OnetimeExperienceReplayer,
                            SyncUniformExperienceReplayer)
 from alf_rl.trainers.trainer import Trainer
+from alf_rl.utils.loss_checks import XLA_UPDATE, check_loss_finite
 
 
 @gin.configurable
@@ -46,7 +47,7 @@ class OffPolicyTrainer(Trainer):
     """
 
     def _create_driver(self):
-        c = self._config
+        c, r, e = self._config, self._config.replay, self._config.execution
         batch_size = self._replay_batch_size()
         if not isinstance(self._algorithm, ReplayTrainingMixin):
             raise ValueError("%s cannot be trained from replay: it is not "
@@ -54,21 +55,21 @@ class OffPolicyTrainer(Trainer):
                              type(self._algorithm).__name__)
         exp_spec = self._algorithm.prepare_off_policy_specs(batch_size)
         self._check_frame_stack(exp_spec)
-        if c.clear_replay_buffer:
+        if r.clear_replay_buffer:
             self._replayer = OnetimeExperienceReplayer(
                 exp_spec, batch_size, max_length=c.unroll_length)
-            if c.initial_collect_steps:
+            if r.initial_collect_steps:
                 raise ValueError("initial_collect_steps must be 0 with "
                                  "clear_replay_buffer=True (nothing is kept)")
         else:
             # Seeded from the run's seed: a seeded run replays the same
             # batches (the sampler's state is checkpointed with the buffer).
             self._replayer = SyncUniformExperienceReplayer(
-                exp_spec, batch_size, capacity=c.replay_buffer_capacity,
-                prioritized=c.prioritized_replay,
+                exp_spec, batch_size, capacity=r.replay_buffer_capacity,
+                prioritized=r.prioritized_replay,
                 seed=(self._seed + 104729) % 2**31,
                 frame_stack=('experience.observation'
-                             if c.replay_frame_stack else None))
+                             if r.replay_frame_stack else None))
         self._check_batch_sizes(batch_size)
         with learner_scope(self._strategy):
             self._algorithm.build_optimizers()
@@ -76,22 +77,23 @@ class OffPolicyTrainer(Trainer):
         # gathers XLA cannot compile): ~1.7x faster SAC updates on CPU.
         self._update_fn = (tf.function(self._update, autograph=False,
                                        jit_compile=True)
-                           if c.jit_compile and c.use_tf_functions else
+                           if e.jit_compile and e.use_tf_functions else
                            self._update)
         return SyncOffPolicyDriver(self._env,
                                    self._algorithm,
                                    self._replayer,
-                                   use_tf_functions=c.use_tf_functions,
-                                   jit_compile=c.jit_compile)
+                                   metrics=self._metrics.step_metrics,
+                                   use_tf_functions=e.use_tf_functions,
+                                   jit_compile=e.jit_compile)
 
     def _check_frame_stack(self, exp_spec) -> None:
         """Refuses ``replay_frame_stack`` in one line where it cannot apply:
         without a replay buffer, or with an observation that is not one
         [..., N] tensor of frames of rank >= 1 (N >= 2 on the last axis)."""
-        c = self._config
-        if not c.replay_frame_stack:
+        r = self._config.replay
+        if not r.replay_frame_stack:
             return
-        if c.clear_replay_buffer:
+        if r.clear_replay_buffer:
             raise ValueError("TrainerConfig.replay_frame_stack applies to a "
                              "replay buffer; clear_replay_buffer=True keeps "
                              "only one iteration (leave it False)")
@@ -116,43 +118,43 @@ class OffPolicyTrainer(Trainer):
         buffer keeps per environment, or more sequences per batch than a
         full buffer holds (uniform replay draws with replacement and would
         repeat them)."""
-        c = self._config
+        c, r = self._config, self._config.replay
         bootstraps = self._algorithm.last_row_only_bootstraps
-        if c.clear_replay_buffer:
+        if r.clear_replay_buffer:
             # Exactly what one iteration collects, cut into mini-batches.
             length = check_mini_batches(
-                batch_size, c.unroll_length, c.mini_batch_size,
-                c.mini_batch_length, bootstraps,
+                batch_size, c.unroll_length, r.mini_batch_size,
+                r.mini_batch_length, bootstraps,
                 what='what one iteration collects', prefix='TrainerConfig.',
                 length_name='unroll_length').mini_batch_length
         else:
-            length = c.mini_batch_length or 2
-            if not c.mini_batch_size:
+            length = r.mini_batch_length or 2
+            if not r.mini_batch_size:
                 raise ValueError("TrainerConfig.mini_batch_size is required "
                                  "for replay-buffer training")
             # Sampled batches hold mini_batch_size sequences of length L.
-            check_mini_batches(c.mini_batch_size, length, None, None,
+            check_mini_batches(r.mini_batch_size, length, None, None,
                                bootstraps, prefix='TrainerConfig.')
-            per_env = c.replay_buffer_capacity // batch_size
+            per_env = r.replay_buffer_capacity // batch_size
             if length > per_env:
                 raise ValueError(
                     "mini_batch_length %d exceeds the replay buffer's %d "
                     "steps per environment (capacity %d over %d envs)" %
-                    (length, per_env, c.replay_buffer_capacity, batch_size))
+                    (length, per_env, r.replay_buffer_capacity, batch_size))
             # Uniform sampling draws with replacement, so a larger batch
             # "works" but repeats sequences in every update, even once the
             # buffer is full: refuse it.
             distinct = batch_size * (per_env - length + 1)
-            if c.mini_batch_size > distinct:
+            if r.mini_batch_size > distinct:
                 raise ValueError(
                     "TrainerConfig.mini_batch_size %d is larger than the "
                     "replay buffer can ever hold: replay_buffer_capacity %d "
                     "over %d envs keeps %d steps per env, %d distinct "
                     "sequences of length %d; lower mini_batch_size or raise "
                     "replay_buffer_capacity" %
-                    (c.mini_batch_size, c.replay_buffer_capacity, batch_size,
+                    (r.mini_batch_size, r.replay_buffer_capacity, batch_size,
                      per_env, distinct, length))
-            if c.prioritized_replay and not self._gives_priorities():
+            if r.prioritized_replay and not self._gives_priorities():
                 raise ValueError(
                     "TrainerConfig.prioritized_replay needs %s.calc_priority "
                     "to return priorities (e.g. mix in TDErrorPriority); it "
@@ -195,15 +197,15 @@ class OffPolicyTrainer(Trainer):
         return objects
 
     def _train(self):
-        c = self._config
-        if c.clear_replay_buffer:
+        r = self._config.replay
+        if r.clear_replay_buffer:
             # Exactly unroll_length steps of every env were collected.
             return self._train_on(self._replayer.replay_all(full=True))
 
         def _one_update():
             experience, batch_info = self._replayer.replay(
-                c.mini_batch_size, self._mini_batch_length)
-            if not c.prioritized_replay:
+                r.mini_batch_size, self._mini_batch_length)
+            if not r.prioritized_replay:
                 return self._checked_update(experience)[0]
             loss_info, priorities = self._checked_update(
                 experience, batch_info.importance_weights)
@@ -214,9 +216,9 @@ class OffPolicyTrainer(Trainer):
             return loss_info
 
         loss_info = _one_update()
-        if c.num_updates_per_train_step > 1:
+        if r.num_updates_per_train_step > 1:
             loss_info = tf.while_loop(
-                lambda i, _: i < c.num_updates_per_train_step,
+                lambda i, _: i < r.num_updates_per_train_step,
                 lambda i, _: (i + 1, _one_update()),
                 (tf.constant(1), loss_info))[1]
         return loss_info
@@ -225,24 +227,22 @@ class OffPolicyTrainer(Trainer):
         """``num_updates_per_train_step`` epochs of mini-batches over
         exactly ``experience`` ([B, T, ...], batch-major): on-policy
         methods trained from replay (``clear_replay_buffer``)."""
-        c = self._config
+        r = self._config.replay
         return self._algorithm.train(
             experience,
-            num_updates=c.num_updates_per_train_step,
-            mini_batch_size=c.mini_batch_size,
+            num_updates=r.num_updates_per_train_step,
+            mini_batch_size=r.mini_batch_size,
             mini_batch_length=self._mini_batch_length,
             update_runner=self._update_runner())
 
     def _checked_update(self, experience, sample_weights=None):
         loss_info, priorities = self._update_fn(experience, sample_weights)
-        if self._config.jit_compile:
+        if self._config.execution.jit_compile:
             # XLA drops CheckNumerics: check outside the compiled update.
             # (The update itself was already applied; the run stops before
             # any checkpoint is written.)
-            loss_info = loss_info._replace(
-                loss=tf.debugging.check_numerics(
-                    loss_info.loss, "loss of %s (XLA-compiled update)" %
-                    self._algorithm.name))
+            loss_info = loss_info._replace(loss=check_loss_finite(
+                loss_info.loss, self._algorithm.name, xla=XLA_UPDATE))
         return loss_info, priorities
 
     def _update_runner(self):
@@ -263,9 +263,10 @@ class OffPolicyTrainer(Trainer):
     def _train_iterations(self, num_iterations):
         c = self._config
         batch_size = self._env.batch_size
-        first = int(self._iteration.numpy()) == 0 and c.initial_collect_steps
+        collect = c.replay.initial_collect_steps
+        first = int(self._iteration.numpy()) == 0 and collect
         if first and not self._restored_replay_data():
-            self._driver.run(max(c.initial_collect_steps // batch_size, 1))
+            self._driver.run(max(collect // batch_size, 1))
         return self._driver.run_and_train_iterations(
             c.unroll_length, self._train, num_iterations,
             stop_fn=self._stop_condition)

@@ -27,19 +27,20 @@ class OnPolicyTrainer(Trainer):
     """
 
     def _create_driver(self) -> OnPolicyDriver:
-        c = self._config
-        if c.strategy is not None:
+        c, e = self._config, self._config.execution
+        if e.strategy is not None:
             raise ValueError(
                 "OnPolicyTrainer cannot distribute its update "
                 "(TrainerConfig.strategy=%r): the rollout runs under the "
                 "update's tape; use TrainerConfig.trainer=@OffPolicyTrainer "
-                "with TrainerConfig.clear_replay_buffer=True" % c.strategy)
+                "with TrainerConfig.clear_replay_buffer=True" % e.strategy)
         return OnPolicyDriver(self._env,
                               self._algorithm,
                               train_interval=c.unroll_length,
                               final_step_mode=c.final_step_mode,
-                              use_tf_functions=c.use_tf_functions,
-                              jit_compile=c.jit_compile)
+                              metrics=self._metrics.step_metrics,
+                              use_tf_functions=e.use_tf_functions,
+                              jit_compile=e.jit_compile)
 
     def _train_iterations(self, num_iterations: int) -> Tuple[Any, tf.Tensor]:
         return self._driver.run_iterations(num_iterations,

@@ -33,7 +33,7 @@ from alf_rl.environments.tf_environment import TFPyEnvironment
 from alf_rl.networks import ActorDistributionNetwork, ValueNetwork
 from alf_rl.trainers import OnPolicyTrainer, TrainerConfig
 from alf_rl.trainers.errors import EnvironmentStepError, NonFiniteLossError
-from alf_rl.trainers.trainer import _Run
+from alf_rl.trainers.progress import RunClock
 from alf_rl.utils.config_types import check_arg_types
 from alf_rl.utils.checkpoint import (Checkpointer, CheckpointError,
                                      atomic_write_text,
@@ -680,7 +680,7 @@ def test_tensorboard_shows_one_value_per_step_after_a_resume(tmp_path,
 
 
 def test_eta_uses_this_processs_steady_rate_only():
-    run = _Run(start_time=100.0, start_steps=5000)
+    run = RunClock(start_time=100.0, start_steps=5000)
     assert run.eta_secs(100.0, 0.5) is None
     # Resumed at 50 %: the first call (tracing) takes 30 s for 1 %.
     run.record_call(130.0, 100.0, 1, 0.51)

@@ -15,7 +15,6 @@ from alf_rl.networks import (ActorDistributionNetwork, QNetwork,
                              ValueNetwork)
 from alf_rl.trainers import (AsyncOffPolicyTrainer, EnvironmentStepError,
                              TrainerConfig)
-from alf_rl.trainers.trainer import request_stop
 
 
 def _ppo(observation_spec, action_spec):
@@ -208,7 +207,7 @@ def test_request_stop_checkpoints_and_stops_actors(tmp_path):
     def run_then_stop(*args, **kwargs):
         result = original(*args, **kwargs)
         if int(trainer._iteration.numpy()) >= 3:
-            request_stop()
+            trainer.request_stop()
         return result
 
     trainer._driver.run_iterations = run_then_stop

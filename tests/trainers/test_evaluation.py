@@ -158,3 +158,25 @@ def test_evaluation_does_not_change_off_policy_training(tmp_path):
             'actor/ActorDistributionNetwork.fc_layer_params=(8,)',
             'critic/CriticNetwork.joint_fc_layer_params=(8,)'
         ])
+
+
+def test_the_evaluator_alone_plays_greedy_episodes():
+    from alf_rl.trainers.config import EvaluationConfig
+    from alf_rl.trainers.evaluation import Evaluator, create_eval_env
+    from alf_rl.utils.common import set_random_seed
+    set_random_seed(0)
+    config = EvaluationConfig(evaluate=True, num_eval_episodes=3)
+    env = create_eval_env(lambda seed: _policy_env(3, seed), config, 5)
+    algorithm = _copying_actor_critic(env.observation_spec(),
+                                      env.action_spec())
+    evaluator = Evaluator(env, algorithm)
+    try:
+        # Copying pays 1 for each of the 5 transitions of every episode.
+        assert evaluator.evaluate() == {'Metrics/AverageReturn': 5.0,
+                                        'Metrics/AverageEpisodeLength': 5.0}
+        assert isinstance(evaluator.generator, tf.random.Generator)
+    finally:
+        evaluator.close()
+    with pytest.raises(ValueError, match='eval_env: batch size 2, expected '
+                       'TrainerConfig.num_eval_episodes=3'):
+        create_eval_env(lambda seed: _policy_env(2, seed), config, 5)

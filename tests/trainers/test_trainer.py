@@ -372,7 +372,7 @@ def test_game_scores_are_summarized_shown_and_checkpointed(tmp_path, capsys):
 
     result, trainer = run(4)
     # 4 iterations x 4 steps of 2 envs; the first games end in iteration 2.
-    games = trainer._game_score.num_games
+    games = trainer.metrics.game_score.num_games
     assert games == int(result['Metrics/NumberOfEpisodes']) > 0
     expected = np.mean(10.0 * np.arange(1, games + 1)[-10:])
     assert result['Metrics/GameScore'] == pytest.approx(expected)
@@ -386,5 +386,5 @@ def test_game_scores_are_summarized_shown_and_checkpointed(tmp_path, capsys):
     assert first[0][1] == 2
     # resumed: the games before the checkpoint are still counted
     result, trainer = run(6)
-    assert trainer._game_score.num_games == int(
+    assert trainer.metrics.game_score.num_games == int(
         result['Metrics/NumberOfEpisodes']) > games

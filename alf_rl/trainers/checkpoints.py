@@ -1,0 +1,203 @@
+"""``RunCheckpoints``: the checkpoints of a training run and its lock.
+
+One object for everything a run writes under ``root_dir/ckpt`` and for
+the lock on ``root_dir``: atomic saves (``alf_rl.utils.checkpoint``),
+resuming from the newest usable checkpoint (corrupt newer ones moved
+aside; ``fresh_start`` when none is usable), and the checkpoint written
+before a ``TrainingError`` ends a run, unless the model may hold
+non-finite values.
+"""
+
+import contextlib
+import os
+import sys
+from typing import Any, Callable, Iterator, Optional, Sequence
+
+import tensorflow as tf
+
+from alf_rl.specs import add_outer_dims
+from alf_rl.trainers.config import CheckpointConfig
+from alf_rl.trainers.errors import NonFiniteLossError, TrainingError
+from alf_rl.utils.checkpoint import (Checkpointer, CheckpointSaveError,
+                                     NoUsableCheckpointError, RunDirLock)
+from alf_rl.utils.common import NestState
+
+
+def driver_loop_state(driver: Any, env: Any, algorithm: Any) -> NestState:
+    """A driver's ``loop_state`` (the last ``TimeStep`` and policy state,
+    [B, ...] leaves) as a checkpointable ``NestState``: with the
+    environment's own state, what an exact resume needs.
+
+    Args:
+        driver: a driver with a settable ``loop_state``.
+        env: its environment (B = ``env.batch_size``).
+        algorithm: its algorithm (the rollout state's nest).
+    """
+    batch = env.batch_size
+    # The nest types the driver keeps (lists stay lists: a restored state
+    # must not retrace the compiled iteration).
+    initial_state = algorithm.get_initial_rollout_state(batch)
+    spec = (add_outer_dims(env.time_step_spec(), [batch]),
+            tf.nest.map_structure(lambda x: tf.TensorSpec(x.shape, x.dtype),
+                                  initial_state))
+
+    def _set(value):
+        driver.loop_state = value
+
+    return NestState(spec, lambda: driver.loop_state, _set)
+
+
+def non_finite_variable(variables: Sequence[tf.Variable]) -> Optional[str]:
+    """The name of the first floating variable holding NaN or Inf, or None
+    (then a model of these variables is fit to checkpoint).
+
+    Args:
+        variables: e.g. an algorithm's ``variables``.
+    """
+    for v in variables:
+        if v.dtype.is_floating and not bool(
+                tf.reduce_all(tf.math.is_finite(v))):
+            return v.name
+    return None
+
+
+class RunCheckpoints(object):
+    """Checkpoints of one run, and the run directory's lock.
+
+    Args:
+        root_dir: the run's directory (checkpoints go to ``ckpt/``).
+        config: a ``CheckpointConfig`` (``checkpoint_max_to_keep``,
+            ``fresh_start``).
+        iteration: the run's [] int64 iteration counter (checkpointed).
+        **objects: the other trackables to checkpoint, by name (the
+            algorithm, metrics, optimizers...).
+    """
+
+    def __init__(self, root_dir: str, config: CheckpointConfig,
+                 iteration: tf.Variable, **objects: Any):
+        self._config = config
+        self._iteration = iteration
+        # Nothing is written under root_dir before train() takes the lock:
+        # a trainer that fails to build (unknown env...) leaves no trace.
+        self._lock = RunDirLock(root_dir)
+        self.checkpointer = Checkpointer(
+            os.path.join(root_dir, 'ckpt'),
+            max_to_keep=config.checkpoint_max_to_keep, iteration=iteration,
+            **objects)
+        self.saved_iteration = None  # the iteration of the newest save
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Holds the run directory's lock (``RunDirLock``) inside.
+
+        Raises:
+            RunDirLockedError: another process trains in ``root_dir``.
+        """
+        self._lock.acquire()
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+    def restore(self, describe: Callable[[], str] = lambda: '') -> \
+            Optional[str]:
+        """Restores the newest usable checkpoint, if any, and says so (on
+        stdout; the ``fresh_start`` notice on stderr). Removes stale
+        temporaries of interrupted saves first.
+
+        Args:
+            describe: what to add to the resume line, e.g. ``', 512 env
+                steps'`` (called after restoring).
+
+        Returns:
+            the prefix restored, or None (starting from iteration 0).
+
+        Raises:
+            NoUsableCheckpointError: checkpoints are on disk, none reads
+                back and ``fresh_start`` is False.
+            CheckpointError: the checkpoint does not match the model.
+        """
+        checkpointer = self.checkpointer
+        checkpointer.remove_stale_temporaries()
+        try:
+            restored = checkpointer.restore(move_corrupt=True)
+        except NoUsableCheckpointError:
+            if not self._config.fresh_start:
+                raise
+            kept = sorted(n for n in os.listdir(checkpointer.directory)
+                          if '.corrupt' in n)
+            print("alf_rl: fresh_start: no usable checkpoint in %s (kept: "
+                  "%s); starting from iteration 0" %
+                  (checkpointer.directory, ', '.join(kept) or 'none'),
+                  file=sys.stderr, flush=True)
+            return None
+        if restored:
+            self.saved_iteration = int(self._iteration.numpy())
+            print("alf_rl: resumed from %s at iteration %d%s%s" %
+                  (restored, self.saved_iteration, describe(),
+                   ' (fresh_start has no effect: this checkpoint is usable)'
+                   if self._config.fresh_start else ''), flush=True)
+        return restored
+
+    def saved_wall_time(self, prefix: str) -> float:
+        """``time.time()`` when the checkpoint ``prefix`` was saved."""
+        return self.checkpointer.saved_wall_time(prefix)
+
+    def save(self, iteration: int, before: Callable[[], None] = lambda: None
+             ) -> None:
+        """Checkpoints ``iteration`` unless it is the newest save.
+
+        Args:
+            iteration: the iteration the model state is at.
+            before: called first when a save is due (e.g. flushing the
+                summaries, so that a kill loses at most what came after
+                the checkpoint).
+
+        Raises:
+            CheckpointSaveError: the save failed (the last good checkpoint
+                is kept).
+        """
+        if iteration == self.saved_iteration:
+            return
+        before()
+        self.checkpointer.save(iteration)
+        self.saved_iteration = iteration
+
+    def save_after_error(self, error: TrainingError,
+                         variables: Sequence[tf.Variable]) -> None:
+        """Writes a checkpoint before ``error`` ends the run when the model
+        state is still good, and adds to the error's message what was (or
+        why nothing was) written.
+
+        Args:
+            error: what stopped the run.
+            variables: the model's variables, checked for NaN/Inf first.
+        """
+        it = int(self._iteration.numpy())
+        last = self.checkpointer.latest_path()
+        last_good = ('the last good checkpoint is %s' % last if last else
+                     'there is no earlier checkpoint')
+        path = None
+        if isinstance(error, NonFiniteLossError) and error.update_applied:
+            note = ("No checkpoint was written: the update with the "
+                    "non-finite loss was already applied (XLA), so the model "
+                    "may hold NaN/Inf values; %s." % last_good)
+        elif it == 0:
+            note = "No checkpoint was written: no iteration had completed."
+        elif (bad := non_finite_variable(variables)) is not None:
+            note = ("No checkpoint was written: the model variable %s holds "
+                    "non-finite values; %s." % (bad, last_good))
+        elif it == self.saved_iteration:
+            path = last
+            note = ("The checkpoint of iteration %d (%s) is current: rerun "
+                    "the same command to resume from it." % (it, path))
+        else:
+            try:
+                path = self.checkpointer.save(it)
+                self.saved_iteration = it
+                note = ("A checkpoint was written at iteration %d (%s): "
+                        "rerun the same command to resume from it." %
+                        (it, path))
+            except CheckpointSaveError as e:
+                note = "Writing a checkpoint failed too: %s." % e
+        error.add_checkpoint_note(note, path)

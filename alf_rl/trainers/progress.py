@@ -1,0 +1,248 @@
+"""Progress of a training run: its timings, the ETA, the progress line and
+when the run is done.
+
+``RunClock`` keeps the wall-clock bookkeeping of one ``Trainer.train()``
+call (the first, tracing call apart, the time per iteration after it, the
+steady-state ETA); ``ProgressReporter`` prints what the terminal shows::
+
+    iter 120 | env steps 7680 | 1502 steps/s | AverageReturn 87.30 |
+    game score 12.0 | eval 95.10 | Entropy 0.61 | ETA 0:01:02
+
+``budget_reached`` and ``stop_condition`` say when a run is done, in
+Python and in the graph.
+"""
+
+import sys
+import time
+from typing import Any, Dict, Optional, Sequence, Tuple
+
+import tensorflow as tf
+
+from alf_rl.metrics.training_metrics import TrainingMetrics
+from alf_rl.trainers.config import TrainerConfig
+
+
+class RunClock(object):
+    """Wall-clock and progress bookkeeping of one ``Trainer.train()`` call.
+
+    Args:
+        start_time: ``time.time()`` at the start of the training loop.
+        start_steps: environment steps done before it (non-zero when
+            resumed).
+    """
+
+    def __init__(self, start_time: float, start_steps: int):
+        self.start_time = start_time
+        self.start_steps = start_steps
+        self.last_report = start_time
+        self.last_summary_time = start_time
+        self.last_summary_steps = start_steps
+        # The first call (one iteration) includes tracing and XLA
+        # compilation; later calls measure the time per iteration.
+        self.first_iteration_secs = None
+        self.secs_per_iteration = None
+        self.last_eval = {}
+        # (wall-clock, fraction of the run done) at the end of the first
+        # call: the ETA extrapolates from there (steady state only).
+        self.steady_start = None
+
+    def record_call(self, now: float, call_start: float, iterations: int,
+                    fraction_done: float) -> None:
+        """Updates the timings after a call that ran ``iterations``.
+
+        Args:
+            now: ``time.time()`` at the end of the call.
+            call_start: ``time.time()`` at its start.
+            iterations: iterations it ran.
+            fraction_done: the run's progress after it, in [0, 1].
+        """
+        if self.first_iteration_secs is None:
+            self.first_iteration_secs = now - self.start_time
+            self.steady_start = (now, fraction_done)
+        else:
+            self.secs_per_iteration = (now - call_start) / max(iterations, 1)
+
+    def eta_secs(self, now: float, fraction_done: float) -> Optional[float]:
+        """Seconds left at this process's steady-state rate: the progress
+        made since its first (tracing) call over the time it took. None
+        until that is measurable or once done.
+
+        Args:
+            now: ``time.time()``.
+            fraction_done: the run's progress now, in [0, 1].
+        """
+        if self.steady_start is None or not 0 <= fraction_done < 1:
+            return None
+        t0, f0 = self.steady_start
+        if fraction_done <= f0 or now <= t0:
+            return None
+        return (1 - fraction_done) * (now - t0) / (fraction_done - f0)
+
+    def summary_rates(self, now: float, env_steps: int) -> Dict[str, float]:
+        """The throughput scalars of a training summary (env steps per
+        second since the last one, seconds since the start); starts the
+        next interval.
+
+        Args:
+            now: ``time.time()``.
+            env_steps: environment steps so far.
+        """
+        dt = max(now - self.last_summary_time, 1e-9)
+        rates = {
+            'time/env_steps_per_sec': (env_steps - self.last_summary_steps)
+                                      / dt,
+            'time/elapsed_secs': now - self.start_time,
+        }
+        self.last_summary_time, self.last_summary_steps = now, env_steps
+        return rates
+
+
+    def result(self, metric_scalars: Dict[str, float], iterations: int,
+               stopped_early: bool, now: Optional[float] = None
+               ) -> Dict[str, Any]:
+        """What ``Trainer.train()`` returns.
+
+        Args:
+            metric_scalars: the final ``{'Metrics/<name>': value}``.
+            iterations: iterations done.
+            stopped_early: whether a stop request ended the call.
+            now: ``time.time()`` (default: now).
+
+        Returns:
+            ``metric_scalars`` with the last evaluation's as
+            ``'eval/Metrics/...'``, ``iterations``, ``train_secs``,
+            ``first_iteration_secs`` and ``stopped_early``.
+        """
+        result = dict(metric_scalars)
+        result.update({'eval/' + k: v for k, v in self.last_eval.items()})
+        result['iterations'] = iterations
+        result['train_secs'] = (time.time() if now is None else
+                                now) - self.start_time
+        result['first_iteration_secs'] = self.first_iteration_secs or 0.0
+        result['stopped_early'] = stopped_early
+        return result
+
+
+def format_secs(secs: float) -> str:
+    """``'H:MM:SS'`` of a duration in seconds (truncated)."""
+    secs = int(secs)
+    return '%d:%02d:%02d' % (secs // 3600, secs % 3600 // 60, secs % 60)
+
+
+def progress_line(iteration: int, env_steps: int, steps_per_sec: float,
+                  average_return: Optional[float],
+                  game_score: Optional[float] = None,
+                  eval_return: Optional[float] = None,
+                  extra: Sequence[Tuple[str, float]] = (),
+                  eta_secs: Optional[float] = None) -> str:
+    """The one-line progress report.
+
+    Args:
+        iteration: iterations done.
+        env_steps: environment steps done.
+        steps_per_sec: this process's rate.
+        average_return: the training ``AverageReturn``, or None before an
+            episode ended (``'no episode ended yet'`` is shown).
+        game_score: the mean score of the last games, if any.
+        eval_return: the last evaluation's mean return, if any.
+        extra: ``(name, value)`` of more metrics to show.
+        eta_secs: the time left, if known.
+    """
+    parts = ['iter %d' % iteration, 'env steps %d' % env_steps,
+             '%.0f steps/s' % steps_per_sec,
+             ('no episode ended yet' if average_return is None else
+              'AverageReturn %.2f' % average_return)]
+    if game_score is not None:
+        parts.append('game score %.1f' % game_score)
+    if eval_return is not None:
+        parts.append('eval %.2f' % eval_return)
+    parts.extend('%s %.4g' % (name, value) for name, value in extra)
+    if eta_secs is not None:
+        parts.append('ETA %s' % format_secs(eta_secs))
+    return ' | '.join(parts)
+
+
+class ProgressReporter(object):
+    """Prints the progress line of a run (``progress_line``) on stdout.
+
+    Args:
+        metrics: the run's ``TrainingMetrics``.
+        progress_metrics: names of more metrics to show (any of
+            ``metrics.step_metrics``).
+
+    Raises:
+        ValueError: a name that is no metric's (naming the metrics).
+    """
+
+    def __init__(self, metrics: TrainingMetrics,
+                 progress_metrics: Sequence[str] = ()):
+        self._metrics = metrics
+        self._extra = [metrics.find(name) for name in progress_metrics]
+
+    def line(self, clock: RunClock, iteration: int, fraction_done: float,
+             now: Optional[float] = None) -> str:
+        """The progress line now.
+
+        Args:
+            clock: the ``RunClock`` of the ``train()`` call.
+            iteration: iterations done.
+            fraction_done: the run's progress, in [0, 1].
+            now: ``time.time()`` (default: now).
+        """
+        now = time.time() if now is None else now
+        m = self._metrics
+        steps = m.num_env_steps()
+        return progress_line(
+            iteration, steps,
+            (steps - clock.start_steps) / max(now - clock.start_time, 1e-9),
+            float(m.average_return.result()) if m.scored() else None,
+            m.game_score_value(),
+            clock.last_eval.get('Metrics/AverageReturn'),
+            [(x.name, float(x.result())) for x in self._extra],
+            clock.eta_secs(now, fraction_done))
+
+    def report(self, clock: RunClock, iteration: int,
+               fraction_done: float) -> None:
+        """Prints ``line(...)`` on stdout."""
+        print(self.line(clock, iteration, fraction_done), file=sys.stdout,
+              flush=True)
+
+
+def budget_reached(config: TrainerConfig, metrics: TrainingMetrics,
+                   iteration: int) -> bool:
+    """Whether the run is done: ``num_iterations`` or ``num_env_steps``
+    reached, or ``stop_at_average_return`` (once an episode has ended,
+    after at least one iteration of this run's budget).
+
+    Args:
+        config: the run's settings.
+        metrics: its metrics.
+        iteration: iterations done.
+    """
+    c, m = config, metrics
+    if c.num_iterations > 0 and iteration >= c.num_iterations:
+        return True
+    if (c.stop_at_average_return is not None and iteration > 0
+            and m.scored() and float(m.average_return.result()) >=
+            c.stop_at_average_return):
+        return True
+    return c.num_env_steps > 0 and m.num_env_steps() >= c.num_env_steps
+
+
+def stop_condition(config: TrainerConfig,
+                   metrics: TrainingMetrics) -> tf.Tensor:
+    """In-graph: the step budget or ``stop_at_average_return`` reached.
+
+    Returns:
+        a scalar bool tensor (checked after every iteration of a call).
+    """
+    c, m = config, metrics
+    stop = tf.constant(False)
+    if c.stop_at_average_return is not None:
+        # AverageReturn is 0 until an episode ends: not a score yet.
+        stop = tf.logical_or(stop, tf.logical_and(
+            m.episodes.result() > 0,
+            m.average_return.result() >= c.stop_at_average_return))
+    if c.num_env_steps > 0:
+        stop = tf.logical_or(stop, m.env_steps.result() >= c.num_env_steps)
+    return stop

@@ -1,0 +1,85 @@
+"""RunClock, the progress line and the done checks, alone."""
+
+import tensorflow as tf
+
+from alf_rl.data_structures import StepType, TimeStep
+from alf_rl.metrics import TrainingMetrics
+from alf_rl.trainers import TrainerConfig
+from alf_rl.trainers.progress import (ProgressReporter, RunClock,
+                                      budget_reached, format_secs,
+                                      progress_line, stop_condition)
+
+
+def _step(step_type, reward):
+    step_type = tf.constant(step_type, tf.int32)
+    zeros = tf.zeros_like(step_type, tf.float32)
+    return TimeStep(step_type=step_type, reward=tf.constant(reward,
+                                                            tf.float32),
+                    discount=zeros, observation=zeros, prev_action=zeros,
+                    env_id=tf.range(2))
+
+
+def _metrics_after_one_episode():
+    """2 envs; env 0 ends an episode of return 3 (two steps)."""
+    metrics = TrainingMetrics(2)
+    for step in (_step([StepType.FIRST] * 2, [0, 0]),
+                 _step([StepType.MID] * 2, [1, 1]),
+                 _step([StepType.LAST, StepType.MID], [2, 1])):
+        for m in metrics.step_metrics:
+            m(step)
+    return metrics
+
+
+def test_clock_times_calls_and_extrapolates_the_eta():
+    clock = RunClock(start_time=100.0, start_steps=10)
+    assert clock.eta_secs(101.0, 0.1) is None  # no steady state yet
+    clock.record_call(110.0, 100.0, 1, 0.1)  # the tracing call
+    assert clock.first_iteration_secs == 10.0
+    clock.record_call(120.0, 110.0, 5, 0.3)
+    assert clock.secs_per_iteration == 2.0
+    # 0.2 of the run in 10 s since the first call: 0.7 left takes 35 s.
+    assert clock.eta_secs(120.0, 0.3) == 35.0
+    assert clock.summary_rates(120.0, 110) == {
+        'time/env_steps_per_sec': 5.0, 'time/elapsed_secs': 20.0}
+    clock.last_eval = {'Metrics/AverageReturn': 7.0}
+    result = clock.result({'Metrics/X': 1.0}, 6, False, now=130.0)
+    assert result == {'Metrics/X': 1.0, 'eval/Metrics/AverageReturn': 7.0,
+                      'iterations': 6, 'train_secs': 30.0,
+                      'first_iteration_secs': 10.0, 'stopped_early': False}
+
+
+def test_progress_line_parts():
+    assert format_secs(3725.9) == '1:02:05'
+    assert progress_line(3, 120, 60.4, None) == (
+        'iter 3 | env steps 120 | 60 steps/s | no episode ended yet')
+    assert progress_line(3, 120, 60.4, 2.5, game_score=12.0,
+                         eval_return=3.25, extra=[('Entropy', 0.61)],
+                         eta_secs=62) == (
+        'iter 3 | env steps 120 | 60 steps/s | AverageReturn 2.50 | game '
+        'score 12.0 | eval 3.25 | Entropy 0.61 | ETA 0:01:02')
+
+
+def test_reporter_reads_the_metrics_it_is_given():
+    metrics = _metrics_after_one_episode()
+    reporter = ProgressReporter(metrics, ['NumberOfEpisodes'])
+    clock = RunClock(start_time=0.0, start_steps=0)
+    assert reporter.line(clock, 1, 0.5, now=2.0) == (
+        'iter 1 | env steps 4 | 2 steps/s | AverageReturn 3.00 | '
+        'NumberOfEpisodes 1')
+
+
+def test_budget_and_stop_condition():
+    metrics = _metrics_after_one_episode()
+    config = TrainerConfig(root_dir='/tmp/unused', algorithm_ctor=len,
+                           num_iterations=0, num_env_steps=4)
+    assert budget_reached(config, metrics, 1)
+    assert bool(stop_condition(config, metrics))
+    config = TrainerConfig(root_dir='/tmp/unused', algorithm_ctor=len,
+                           num_iterations=10, stop_at_average_return=3.0)
+    assert not budget_reached(config, metrics, 0)  # no iteration of its own
+    assert budget_reached(config, metrics, 1)
+    assert bool(stop_condition(config, metrics))
+    config = TrainerConfig(root_dir='/tmp/unused', algorithm_ctor=len,
+                           num_iterations=10, stop_at_average_return=3.5)
+    assert not budget_reached(config, metrics, 5)
+    assert not bool(stop_condition(config, metrics))
