@@ -103,7 +103,7 @@ class TrainingMetrics(object):
         scalars = {m.tag: float(m.result()) for m in self.step_metrics
                    if not (skip and isinstance(m, EpisodeAverageMetric))}
         game_score = self.game_score_value()
-        if game_score is not None:
+        if game_score is not None and self.game_score is not None:
             scalars[self.game_score.tag] = game_score
         return scalars
 

@@ -59,6 +59,10 @@ def restore_run(root_dir: str, render: bool = False,
     if not restore_algorithm:
         return env, None
     config = TrainerConfig()
+    if config.algorithm_ctor is None:
+        raise ValueError("%s binds no TrainerConfig.algorithm_ctor: is %s a "
+                         "root_dir written by alf-train?" %
+                         (config_file, root_dir))
     algorithm = config.algorithm_ctor(observation_spec=env.observation_spec(),
                                       action_spec=env.action_spec())
     ckpt_dir = os.path.join(root_dir, 'ckpt')

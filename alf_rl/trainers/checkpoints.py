@@ -84,7 +84,8 @@ class RunCheckpoints(object):
             os.path.join(root_dir, 'ckpt'),
             max_to_keep=config.checkpoint_max_to_keep, iteration=iteration,
             **objects)
-        self.saved_iteration = None  # the iteration of the newest save
+        # The iteration of the newest save.
+        self.saved_iteration: Optional[int] = None
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:

@@ -196,7 +196,7 @@ class ExecutionConfig(object):
                  strategy: Optional[str] = None,
                  num_logical_cpu_devices: int = 0):
         check_arg_types('TrainerConfig', ExecutionConfig.__init__, locals())
-        calls = iterations_per_call
+        calls: Any = iterations_per_call
         if calls != 'auto' and (not is_int(calls) or calls < 1):
             raise ValueError("TrainerConfig.iterations_per_call: expected an "
                              "int >= 1 or 'auto', got %r (%s)" %
@@ -249,7 +249,8 @@ _GROUPS = (('replay', ReplayConfig), ('evaluation', EvaluationConfig),
 
 
 def _group_parameters(cls: type) -> Sequence[inspect.Parameter]:
-    return list(inspect.signature(cls.__init__).parameters.values())[1:]
+    init: Any = vars(cls)['__init__']
+    return list(inspect.signature(init).parameters.values())[1:]
 
 
 #: Group setting name -> the ``TrainerConfig`` attribute of its group.
@@ -326,7 +327,8 @@ class TrainerConfig(object):
                if k not in ('self', 'settings')}
         check_arg_types('TrainerConfig', TrainerConfig.__init__, own)
         _check_run_settings(own)
-        self.root_dir = os.path.expanduser(root_dir)
+        # str(): _check_run_settings refused a missing root_dir.
+        self.root_dir = os.path.expanduser(str(root_dir))
         self.trainer = trainer
         self.algorithm_ctor = algorithm_ctor
         self.num_iterations = int(num_iterations)
@@ -456,5 +458,6 @@ def _flat_signature() -> inspect.Signature:
 
 
 # Before gin registers the class: gin reads (and caches) the signature then.
-TrainerConfig.__init__.__signature__ = _flat_signature()
+_init: Any = TrainerConfig.__init__
+_init.__signature__ = _flat_signature()
 gin.configurable(TrainerConfig)

@@ -20,17 +20,17 @@ def build_env(source: EnvSource, seed: int, name: str) -> TFEnvironment:
         TypeError: naming ``name`` when ``source`` (or what the factory
             returned) is not a ``TFEnvironment``.
     """
-    env = source
-    if not isinstance(source, TFEnvironment):
-        if not callable(source):
-            raise TypeError(
-                "%s: expected a TFEnvironment or a factory (seed) -> "
-                "TFEnvironment, got %s (wrap a PyEnvironment in "
-                "TFPyEnvironment)" % (name, type(source).__name__))
-        env = source(seed)
-        if not isinstance(env, TFEnvironment):
-            raise TypeError(
-                "%s: the factory returned %s, expected a TFEnvironment "
-                "(wrap a PyEnvironment in TFPyEnvironment)" %
-                (name, type(env).__name__))
+    if isinstance(source, TFEnvironment):
+        return source
+    if not callable(source):
+        raise TypeError(
+            "%s: expected a TFEnvironment or a factory (seed) -> "
+            "TFEnvironment, got %s (wrap a PyEnvironment in "
+            "TFPyEnvironment)" % (name, type(source).__name__))
+    env = source(seed)
+    if not isinstance(env, TFEnvironment):
+        raise TypeError(
+            "%s: the factory returned %s, expected a TFEnvironment "
+            "(wrap a PyEnvironment in TFPyEnvironment)" %
+            (name, type(env).__name__))
     return env

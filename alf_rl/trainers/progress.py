@@ -39,12 +39,12 @@ class RunClock(object):
         self.last_summary_steps = start_steps
         # The first call (one iteration) includes tracing and XLA
         # compilation; later calls measure the time per iteration.
-        self.first_iteration_secs = None
-        self.secs_per_iteration = None
-        self.last_eval = {}
+        self.first_iteration_secs: Optional[float] = None
+        self.secs_per_iteration: Optional[float] = None
+        self.last_eval: Dict[str, float] = {}
         # (wall-clock, fraction of the run done) at the end of the first
         # call: the ETA extrapolates from there (steady state only).
-        self.steady_start = None
+        self.steady_start: Optional[Tuple[float, float]] = None
 
     def record_call(self, now: float, call_start: float, iterations: int,
                     fraction_done: float) -> None:

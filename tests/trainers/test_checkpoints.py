@@ -33,7 +33,7 @@ def test_save_restore_and_keep(tmp_path, capsys):
     with checkpoints.locked():
         for it in (1, 2, 3):
             iteration.assign(it)
-            checkpoints.save(it, lambda: flushed.append(it))
+            checkpoints.save(it, lambda it=it: flushed.append(it))
         checkpoints.save(3, lambda: flushed.append('again'))  # current
     assert flushed == [1, 2, 3]
     assert checkpoints.checkpointer.checkpoints() == [2, 3]  # keeps 2
