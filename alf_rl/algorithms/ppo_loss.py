@@ -23,6 +23,7 @@ from alf_rl.data_structures import LossInfo, TrainingInfo, namedtuple
 from alf_rl.ops import distributions as dist_ops
 from alf_rl.ops import losses, policy_losses
 from alf_rl.utils.common import valid_step_mask
+from alf_rl.utils.gradient_application import replica_context
 from alf_rl.utils.schedules import schedule_value
 
 PPOInfo = namedtuple(
@@ -187,4 +188,5 @@ class PPOLoss(ActorCriticLoss):
                 clip_fraction=policy_losses.clip_fraction(
                     tf.stop_gradient(ratio), eps),
                 explained_variance=losses.explained_variance(
-                    returns, tf.stop_gradient(value), mask)))
+                    returns, tf.stop_gradient(value), mask,
+                    replica_context())))

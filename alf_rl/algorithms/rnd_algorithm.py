@@ -95,6 +95,8 @@ class RNDAlgorithm(Algorithm):
 
     Args:
         observation_spec: nest of ``tf.TensorSpec`` of one observation.
+        action_spec: unused (the ``IntrinsicRewardModule`` constructor
+            takes it; the reward depends on the observation only).
         predictor_network_ctor: ``ctor(input_tensor_spec=observation_spec)``
             builds f^, mapping [B, ...] observations to [B, D] (default: an
             MLP with ``DEFAULT_FC_LAYER_PARAMS`` and a linear output of
@@ -119,6 +121,7 @@ class RNDAlgorithm(Algorithm):
 
     def __init__(self,
                  observation_spec: Nest,
+                 action_spec: Any = None,
                  predictor_network_ctor: Callable[..., Network] = (
                      _default_network),
                  target_network_ctor: Optional[Callable[..., Network]] = None,
@@ -128,6 +131,7 @@ class RNDAlgorithm(Algorithm):
                      ReturnScaleNormalizer),
                  optimizer: Optional[Any] = None,
                  name: str = 'RNDAlgorithm'):
+        del action_spec
         super().__init__(optimizer=optimizer, name=name)
         self._observation_spec = observation_spec
         self._predictor_network = predictor_network_ctor(
