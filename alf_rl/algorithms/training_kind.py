@@ -10,7 +10,8 @@ its base; a composite such as ``Agent`` takes its RL algorithm's):
 | ``REPLAY`` | mini-batches sampled from a replay buffer (SAC, DQN, DDPG, TD3, SARSA) | ``OffPolicyAlgorithm`` | ``OffPolicyTrainer``/``AsyncOffPolicyTrainer`` |
 
 ``check_trainer_pairing`` is the rule, called by the trainers before
-anything is collected.
+anything is collected; it also refuses prioritized replay for a method
+that gives no priorities (``gives_priorities``).
 """
 
 import enum
@@ -26,9 +27,10 @@ class TrainingKind(enum.Enum):
 
 @runtime_checkable
 class Trained(Protocol):
-    """What declares how it is trained: every ``RLAlgorithm`` (``None``
-    where no trainer trains it)."""
+    """What declares how it is trained: every replay-trainable
+    ``RLAlgorithm`` (``training_kind`` None where no trainer trains it)."""
     training_kind: Optional[TrainingKind]
+    gives_priorities: bool
 
 
 _HOW = {
@@ -40,7 +42,8 @@ _HOW = {
 
 def check_trainer_pairing(algorithm: Any, trainer_name: str,
                           from_unroll: bool,
-                          clear_replay_buffer: bool = False) -> None:
+                          clear_replay_buffer: bool = False,
+                          prioritized_replay: bool = False) -> None:
     """Refuses a trainer that cannot train ``algorithm``, in one line.
 
     Args:
@@ -50,9 +53,11 @@ def check_trainer_pairing(algorithm: Any, trainer_name: str,
             (``OnPolicyTrainer``) rather than from replay.
         clear_replay_buffer: ``TrainerConfig.clear_replay_buffer`` (replay
             trainers: train only on what each iteration collected).
+        prioritized_replay: ``TrainerConfig.prioritized_replay``.
     Raises:
         TypeError: ``algorithm`` declares no ``TrainingKind``.
-        ValueError: the kind and the trainer do not pair.
+        ValueError: the kind and the trainer do not pair; prioritized
+            replay for an algorithm whose ``gives_priorities`` is False.
     """
     kind = algorithm.training_kind if isinstance(algorithm, Trained) else None
     name = type(algorithm).__name__
@@ -68,6 +73,11 @@ def check_trainer_pairing(algorithm: Any, trainer_name: str,
             (trainer_name, name, _HOW[kind], kind.value,
              ' with TrainerConfig.clear_replay_buffer=True'
              if kind is TrainingKind.EPOCHS else ''))
+    if prioritized_replay and not algorithm.gives_priorities:
+        raise ValueError(
+            "TrainerConfig.prioritized_replay needs an algorithm that gives "
+            "priorities (e.g. mixes in TDErrorPriority); %s.gives_priorities"
+            " is False" % name)
     if (not from_unroll and kind is TrainingKind.EPOCHS
             and not clear_replay_buffer):
         raise ValueError(

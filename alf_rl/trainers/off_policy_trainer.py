@@ -50,7 +50,8 @@ class OffPolicyTrainer(Trainer):
         batch_size = self._replay_batch_size()
         check_trainer_pairing(self._algorithm, type(self).__name__,
                               from_unroll=False,
-                              clear_replay_buffer=c.clear_replay_buffer)
+                              clear_replay_buffer=c.clear_replay_buffer,
+                              prioritized_replay=c.prioritized_replay)
         exp_spec = self._algorithm.prepare_off_policy_specs(batch_size)
         self._check_frame_stack(exp_spec)
         if c.clear_replay_buffer:
@@ -151,12 +152,6 @@ class OffPolicyTrainer(Trainer):
                     "replay_buffer_capacity" %
                     (c.mini_batch_size, c.replay_buffer_capacity, batch_size,
                      per_env, distinct, length))
-            if c.prioritized_replay and not self._algorithm.gives_priorities:
-                raise ValueError(
-                    "TrainerConfig.prioritized_replay needs an algorithm "
-                    "that gives priorities (e.g. mixes in TDErrorPriority); "
-                    "%s.gives_priorities is False" %
-                    type(self._algorithm).__name__)
         self._check_recurrent_setting(length)
         self._mini_batch_length = length
 
