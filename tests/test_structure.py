@@ -679,3 +679,106 @@ def test_size_and_annotation_rules_on_a_snippet():
     annotated, total, missing = _annotation_gaps(tree)
     assert (annotated, total) == (2, 6)
     assert missing == ['f(a)', 'f(args)', 'f(c)', 'f(kw)', 'C.m -> return']
+
+
+# ---------------------------------------------------------------------------
+# 7. Declared protocols (alf_rl/algorithms/protocols.py): every class that
+#    claims one conforms, and a class that overrides a replay hook declares
+#    the capability that goes with it.
+# ---------------------------------------------------------------------------
+_PROTOCOL_CLAIMS = {
+    'ReplayHooks': [
+        'actor_critic_algorithm.ActorCriticAlgorithm',
+        'ppo_algorithm.PPOAlgorithm', 'sac_algorithm.SacAlgorithm',
+        'ddpg_algorithm.DdpgAlgorithm', 'td3_algorithm.Td3Algorithm',
+        'dqn_algorithm.DqnAlgorithm', 'sarsa_algorithm.SarsaAlgorithm',
+        'trac_algorithm.TracAlgorithm', 'agent.Agent'],
+    'IntrinsicRewardModule': [
+        'icm_algorithm.IcmAlgorithm', 'rnd_algorithm.RNDAlgorithm',
+        'diayn_algorithm.DIAYNAlgorithm'],
+    'GoalGenerator': ['skill_generator.SkillGenerator'],
+}
+
+# Hook -> the capability flag a class overriding it declares True.
+_HOOK_CAPABILITIES = {'first_train_step': 'has_first_train_step',
+                      'calc_priority': 'gives_priorities',
+                      'train_complete': 'has_own_update'}
+
+# Classes whose hooks forward to a wrapped algorithm: their capabilities are
+# the wrapped one's (set per instance), not the class's.
+_FORWARDING_WRAPPERS = {'Agent', 'TracAlgorithm', 'AgentTraining',
+                        'Algorithm', 'RLAlgorithm', 'ReplayTrainingMixin',
+                        'ReplayHooks'}
+
+
+def _class_table():
+    """{class name: (names its body defines, its base class names)} of every
+    class in alf_rl/ (by AST: no TensorFlow import, so this stays fast)."""
+    table = {}
+    for _, _, tree in _sources().values():
+        for node in tree.body:
+            if not isinstance(node, ast.ClassDef):
+                continue
+            names = set()
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef):
+                    names.add(item.name)
+                elif isinstance(item, ast.AnnAssign):
+                    names.add(item.target.id)
+                elif isinstance(item, ast.Assign):
+                    names.update(t.id for t in item.targets
+                                 if isinstance(t, ast.Name))
+            bases = [b.id if isinstance(b, ast.Name) else b.attr
+                     for b in node.bases
+                     if isinstance(b, (ast.Name, ast.Attribute))]
+            table[node.name] = (names, bases)
+    return table
+
+
+def _members(table, name):
+    """Names a class defines or inherits from classes of alf_rl/."""
+    if name not in table:
+        return set()
+    names, bases = table[name]
+    out = set(names)
+    for base in bases:
+        out |= _members(table, base)
+    return out
+
+
+def test_modules_that_claim_a_protocol_conform():
+    table = _class_table()
+    problems = []
+    for protocol_name, claims in sorted(_PROTOCOL_CLAIMS.items()):
+        members = _members(table, protocol_name) - {'Protocol'}
+        assert members, protocol_name
+        for claim in claims:
+            cls_name = claim.rsplit('.', 1)[1]
+            missing = sorted(members - _members(table, cls_name))
+            if missing:
+                problems.append('%s claims %s but lacks %s' %
+                                (cls_name, protocol_name, missing))
+    assert not problems, '\n'.join(problems)
+
+
+def test_overridden_hooks_declare_their_capability():
+    problems = []
+    for module, _, tree in sorted(_sources().values()):
+        if not module.startswith('alf_rl.algorithms.'):
+            continue
+        for node in tree.body:
+            if (not isinstance(node, ast.ClassDef)
+                    or node.name in _FORWARDING_WRAPPERS):
+                continue
+            defined = {n.name for n in node.body
+                       if isinstance(n, ast.FunctionDef)}
+            declared = {t.id for n in node.body if isinstance(n, ast.Assign)
+                        and isinstance(n.value, ast.Constant)
+                        and n.value.value is True for t in n.targets
+                        if isinstance(t, ast.Name)}
+            for hook, flag in sorted(_HOOK_CAPABILITIES.items()):
+                if hook in defined and flag not in declared:
+                    problems.append('%s.%s overrides %s but does not declare '
+                                    '%s = True' % (module, node.name, hook,
+                                                   flag))
+    assert not problems, '\n'.join(problems)

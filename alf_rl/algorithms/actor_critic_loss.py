@@ -22,6 +22,7 @@ from alf_rl.ops import losses, policy_losses, value_ops
 from alf_rl.ops.masks import pad_last_row
 from alf_rl.ops.vtrace import vtrace_returns
 from alf_rl.utils.common import valid_step_mask
+from alf_rl.utils.gradient_application import replica_context
 
 ActorCriticLossInfo = namedtuple(
     'ActorCriticLossInfo',
@@ -264,7 +265,7 @@ class ActorCriticLoss(object):
         loss, neg_entropy = self._add_entropy_bonus(pg_loss + td_loss,
                                                     action_distribution)
         ev = losses.explained_variance(returns, tf.stop_gradient(value[:-1]),
-                                       mask)
+                                       mask, replica_context())
         approx_kl = (() if log_rhos is None else
                      policy_losses.approx_kl(log_rhos))
         return LossInfo(loss=loss,
@@ -277,9 +278,9 @@ class ActorCriticLoss(object):
     def _prepare_advantages(self, advantages, mask):
         """Normalized and clipped as configured; constants of the loss."""
         return tf.stop_gradient(
-            policy_losses.normalize_advantages(advantages, mask,
-                                               self._normalize_advantages,
-                                               self._advantage_clip))
+            policy_losses.normalize_advantages(
+                advantages, mask, self._normalize_advantages,
+                self._advantage_clip, replica_context()))
 
     def _add_entropy_bonus(self, loss, action_distribution):
         """``(loss + c * -H, -H)``, or ``(loss, ())`` without a bonus."""

@@ -31,7 +31,7 @@ The contract a new method implements (what is called, when, with what):
   ``LossInfo.extra`` is for summaries only.
 - ``after_train(training_info)``: state changes after the update (target
   networks, controllers such as an entropy-target temperature, counters).
-- ``_should_apply(optimizer)``: gate an optimizer's update (TD3's delayed
+- ``should_apply(optimizer)``: gate an optimizer's update (TD3's delayed
   actor). Replay-trained methods may also override ``calc_priority``
   (prioritized replay) and ``continue_training`` (early stopping); see
   ``alf_rl.algorithms.replay_training``.
@@ -48,7 +48,6 @@ subtree. Target networks and their updaters (``TargetNetwork``,
 type, whatever attribute holds them.
 """
 
-import inspect
 from typing import Any, List, Optional, Tuple, Union
 
 import numpy as np
@@ -56,8 +55,11 @@ import tensorflow as tf
 
 from alf_rl.data_structures import Experience, LossInfo, TrainingInfo
 from alf_rl.networks.target_network import PeriodicSoftUpdate, TargetNetwork
-from alf_rl.ops.masks import is_unset, num_replicas, reduce_loss_info
+from alf_rl.ops.masks import is_unset, reduce_loss_info
 from alf_rl.specs import zeros_from_spec
+from alf_rl.utils.gradient_application import (GradientApplication,
+                                               clip_gradients,
+                                               current_gradient_application)
 from alf_rl.utils.loss_checks import check_loss_finite
 from alf_rl.utils.nest import Nest, flatten_with_path
 
@@ -368,7 +370,7 @@ class Algorithm(tf.Module):
         return _unique(own + [v for _, vs in sets for v in vs])
 
     # ------------------------------------------------------------ training
-    def _should_apply(self, optimizer: Any) -> Union[bool, tf.Tensor]:
+    def should_apply(self, optimizer: Any) -> Union[bool, tf.Tensor]:
         """Whether ``optimizer``'s update is applied in this update.
 
         The gate of gated updates (TD3's delayed actor): return a scalar
@@ -432,13 +434,16 @@ class Algorithm(tf.Module):
         reduction. A non-finite total loss stops training with an
         ``InvalidArgumentError`` naming the loss before any update. Each
         optimizer's gradients are clipped (if configured) and applied, under
-        ``_should_apply``'s gate.
+        ``should_apply``'s gate.
 
-        Inside ``strategy.run`` of a ``tf.distribute`` strategy with N > 1
-        replicas (``alf_rl.distributed.strategy``): the reduction is global
-        (``alf_rl.ops.masks``), each replica's gradients are its share,
-        summed across replicas before clipping, and applied to the
-        mirrored variables without a second aggregation.
+        The gradients are summed and applied by the current gradient
+        application (``alf_rl.utils.gradient_application``): as computed
+        on one device; under the distributed learner with N > 1 replicas
+        (``alf_rl.distributed.strategy.ReplicaRunner``) the reduction is
+        global (its replica context passed to ``alf_rl.ops.masks``), each
+        replica's gradients are its share, summed across replicas before
+        clipping, and applied to the mirrored variables without a second
+        aggregation.
 
         Args:
             tape: the tape that recorded the forward pass and ``loss_info``.
@@ -462,8 +467,10 @@ class Algorithm(tf.Module):
                 a strategy with several replicas.
         """
         self._check_loss_info(loss_info, valid_masks)
+        application = current_gradient_application()
         with tape:
-            loss_info = reduce_loss_info(loss_info, valid_masks)
+            loss_info = reduce_loss_info(loss_info, valid_masks,
+                                         application.replica_context)
             total = tf.zeros(())
             if not is_unset(loss_info.loss):
                 total += loss_info.loss
@@ -474,17 +481,17 @@ class Algorithm(tf.Module):
                     loss_info.extra, 'loss')])
         all_grads_and_vars = []
         for optimizer, variables in self.get_optimizer_and_variable_sets():
-            gate = self._should_apply(optimizer)
-            if gate is not True and num_replicas() > 1:
+            gate = self.should_apply(optimizer)
+            if gate is not True and application.num_replicas > 1:
                 raise ValueError(
-                    "%s: a gated optimizer update (_should_apply, e.g. "
+                    "%s: a gated optimizer update (should_apply, e.g. "
                     "TD3's delayed actor) cannot run with %d tf.distribute "
                     "replicas (a synchronization point inside tf.cond); "
                     "train it with TrainerConfig.strategy=None" %
-                    (type(self).__name__, num_replicas()))
+                    (type(self).__name__, application.num_replicas))
             if gate is True:
-                all_grads_and_vars.extend(
-                    self._apply_gradients(tape, total, optimizer, variables))
+                all_grads_and_vars.extend(self._apply_gradients(
+                    tape, total, optimizer, variables, application))
                 continue
             # Which variables get a gradient is known at trace time: both
             # branches return gradients for the same variables.
@@ -493,7 +500,7 @@ class Algorithm(tf.Module):
 
             def _update(optimizer=optimizer, variables=with_grad):
                 return [g for g, _ in self._apply_gradients(
-                    tape, total, optimizer, variables)]
+                    tape, total, optimizer, variables, application)]
 
             def _skip(variables=with_grad):
                 return [tf.zeros_like(v) for v in variables]
@@ -535,47 +542,20 @@ class Algorithm(tf.Module):
                     (where, path.replace('loss_info.', '', 1),
                      shape.as_list(), want.as_list()))
 
-    def _apply_gradients(self, tape, total, optimizer, variables):
-        """Gradients of ``total`` (None ones dropped), clipped, applied."""
+    def _apply_gradients(self, tape: tf.GradientTape, total: tf.Tensor,
+                         optimizer: Any, variables: List[tf.Variable],
+                         application: GradientApplication) -> list:
+        """Gradients of ``total`` (None ones dropped), summed by
+        ``application``, clipped, applied by ``application``."""
         grads = tape.gradient(total, variables)
         grads_and_vars = [(g, v) for g, v in zip(grads, variables)
                           if g is not None]
-        if num_replicas() == 1:
-            grads_and_vars = self._clip(grads_and_vars)
-            optimizer.apply_gradients(grads_and_vars)
-            return grads_and_vars
-        # Several replicas: sum their shares first, so that clipping sees
-        # the global gradient, then apply without a second aggregation.
-        grads = tf.distribute.get_replica_context().all_reduce(
-            tf.distribute.ReduceOp.SUM, [g for g, _ in grads_and_vars])
-        grads_and_vars = self._clip(
-            list(zip(grads, [v for _, v in grads_and_vars])))
-        optimizer.apply_gradients(grads_and_vars,
-                                  **_no_aggregation_kwarg(optimizer))
+        grads = application.sum_gradients([g for g, _ in grads_and_vars])
+        grads_and_vars = clip_gradients(
+            list(zip(grads, [v for _, v in grads_and_vars])),
+            self._gradient_clipping, self._clip_by_global_norm)
+        application.apply(optimizer, grads_and_vars)
         return grads_and_vars
-
-    def _clip(self, grads_and_vars):
-        if self._gradient_clipping is None or not grads_and_vars:
-            return grads_and_vars
-        grads, variables = zip(*grads_and_vars)
-        if self._clip_by_global_norm:
-            grads, _ = tf.clip_by_global_norm(grads, self._gradient_clipping)
-        else:
-            grads = [tf.clip_by_norm(g, self._gradient_clipping) for g in grads]
-        return list(zip(grads, variables))
-
-
-def _no_aggregation_kwarg(optimizer):
-    """The ``apply_gradients`` keyword that skips the optimizer's own
-    cross-replica sum (its name differs between tf_keras' optimizers)."""
-    params = inspect.signature(optimizer.apply_gradients).parameters
-    if 'skip_gradients_aggregation' in params:
-        return {'skip_gradients_aggregation': True}
-    if 'experimental_aggregate_gradients' in params:
-        return {'experimental_aggregate_gradients': False}
-    raise TypeError("%s.apply_gradients cannot skip gradient aggregation; "
-                    "use a tf_keras optimizer under a tf.distribute strategy"
-                    % type(optimizer).__name__)
 
 
 def _flatten_attribute(value):

@@ -114,6 +114,8 @@ class DdpgAlgorithm(DeterministicActorMixin, TDErrorPriority,
         TypeError: a retired argument name (``td_errors_loss_fn``).
     """
 
+    has_first_train_step = True  # first_train_step skips the targets
+
     def __init__(self,
                  observation_spec: Nest,
                  action_spec: Nest,

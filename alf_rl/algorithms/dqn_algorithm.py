@@ -134,6 +134,8 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
             ``target_update_tau``).
     """
 
+    has_first_train_step = True  # first_train_step skips the targets
+
     def __init__(self,
                  observation_spec: Nest,
                  action_spec: Nest,

@@ -52,6 +52,7 @@ from alf_rl.data_structures import LossInfo, TrainingInfo, namedtuple
 from alf_rl.ops import distributions as dist_ops
 from alf_rl.ops.masks import masked_mean
 from alf_rl.utils.common import make_stateless_seed, valid_step_mask
+from alf_rl.utils.gradient_application import replica_context
 
 from alf_rl.utils.nest import Nest
 
@@ -334,7 +335,7 @@ class EntropyTargetAlgorithm(Algorithm):
             [] float32 the new ``alpha`` (gradient stopped).
         """
         new = self._next_state(masked_mean(tf.stop_gradient(entropy),
-                                           valid_mask))
+                                           valid_mask, replica_context()))
         self._max_entropy.assign(new.max_entropy)
         self._stage.assign(new.stage)
         self._update_rate.assign(new.update_rate)
@@ -378,7 +379,7 @@ class EntropyTargetAlgorithm(Algorithm):
                                    seed=make_stateless_seed(),
                                    outer_rank=outer_rank)
         new = self._next_state(masked_mean(tf.stop_gradient(entropy),
-                                           valid_mask))
+                                           valid_mask, replica_context()))
         alpha = tf.stop_gradient(tf.exp(new.log_alpha))
         debug = self._debug_summaries
         extra = EntropyTargetLossInfo(

@@ -7,29 +7,8 @@ beta L_F`` (beta = 0.2, as the paper); the intrinsic reward is the forward
 model's error ``0.5 ||f(phi(s), a) - phi(s')||^2`` (summed over features),
 optionally divided by a running scale (``reward_normalizer_ctor``, as ALF).
 
-Intrinsic-reward module contract (shared by ``IcmAlgorithm`` and
-``RNDAlgorithm``; what an ``Agent`` relies on):
-
-- ``rollout(time_step, state)``, ``predict(time_step, state)`` and
-  ``train_step(time_step_or_experience, state)`` take a ``TimeStep`` or an
-  ``Experience`` with [B, ...] leaves (``observation``, ``prev_action``,
-  ``step_type`` are read) and return ``AlgStep(output=[B] float32
-  intrinsic reward with stopped gradient, state=..., info=...)``. The
-  reward returned at step t is for the transition INTO step t (the
-  library's convention for ``reward[t]``), and 0 at FIRST steps.
-- Normalizer statistics change only in ``rollout``; ``predict`` and
-  ``train_step`` use them unchanged.
-- ``calc_loss(info)`` takes a ``TrainingInfo`` whose ``info`` holds the
-  steps' infos with [T, B] leaves (or those infos themselves) and returns
-  a per-step ``LossInfo`` (``loss`` [T, B]; each component in ``extra``
-  under its name: ICM ``forward_loss`` and ``inverse_loss``, RND
-  ``prediction_loss``).
-- ``rollout_state_spec``/``train_state_spec`` declare the state; rows are
-  reset by the caller at FIRST steps (``reset_state_if_necessary``), and
-  FIRST steps are also masked inside, so a stale state never leaks a
-  reward or a loss across episodes.
-- Each module may have its own ``optimizer``; ``None`` lets the owning
-  algorithm's optimizer train it.
+An ``IntrinsicRewardModule`` (``alf_rl.algorithms.protocols``: the
+contract an ``Agent`` relies on).
 
 Deviations from the paper: the state carries the previous *observation*
 (not its feature), so ``train_step`` on replayed data recomputes phi of

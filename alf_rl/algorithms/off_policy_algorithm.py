@@ -1,4 +1,5 @@
-"""``OffPolicyAlgorithm``: trained from stored experience.
+"""``OffPolicyAlgorithm``: trained from a replay buffer
+(``TrainingKind.REPLAY``: SAC, DQN, DDPG, TD3, SARSA).
 
 Collection (``rollout``) runs without a tape and its experience goes to a
 replay buffer; training (``train``, from ``ReplayTrainingMixin`` in
@@ -10,10 +11,12 @@ from typing import Any
 
 from alf_rl.algorithms.replay_training import ReplayTrainingMixin
 from alf_rl.algorithms.rl_algorithm import RLAlgorithm
+from alf_rl.algorithms.training_kind import TrainingKind
 
 
 class OffPolicyAlgorithm(ReplayTrainingMixin, RLAlgorithm):
-    """Base class of algorithms trained from replayed experience.
+    """Base class of algorithms trained from a replay buffer
+    (``OffPolicyTrainer``, ``AsyncOffPolicyTrainer``).
 
     Subclasses implement ``rollout`` (exploration), ``predict`` (greedy),
     ``train_step(experience, state)`` (recomputation on one replayed step,
@@ -28,6 +31,8 @@ class OffPolicyAlgorithm(ReplayTrainingMixin, RLAlgorithm):
             sequences start from the initial train state.
         **kwargs: passed to ``RLAlgorithm``.
     """
+
+    training_kind = TrainingKind.REPLAY
 
     def __init__(self,
                  observation_spec: Any,

@@ -1,21 +1,28 @@
-"""``OnPolicyAlgorithm``: trained from the on-policy unroll of a driver.
+"""``OnPolicyAlgorithm``: trained on the driver's unroll (A2C), and
+``EpochTraining``: trained in epochs over what one iteration collected (PPO).
 
-Its ``rollout`` runs under the driver's ``GradientTape``, so the infos it
-returns carry gradients to the loss. ``train_step`` replays ``rollout`` on
-stored experience, so the same algorithm can also be trained from a replay
-buffer (off-policy actor-critic, PPO's mini-batch epochs).
+An ``OnPolicyAlgorithm``'s ``rollout`` runs under the driver's
+``GradientTape`` (``OnPolicyTrainer``), so the infos it returns carry
+gradients to the loss: one update per unroll (``TrainingKind.UNROLL``).
+``train_step`` replays ``rollout`` on stored experience, so the same
+algorithm can also be trained from replay (``OffPolicyTrainer``: off-policy
+actor-critic). Mixing in ``EpochTraining`` makes a method trained in epochs
+of mini-batches over what one iteration collected (``TrainingKind.EPOCHS``,
+``OffPolicyTrainer`` with ``clear_replay_buffer=True``).
 """
 
 from typing import Any
 
 from alf_rl.algorithms.replay_training import ReplayTrainingMixin
 from alf_rl.algorithms.rl_algorithm import RLAlgorithm
+from alf_rl.algorithms.training_kind import TrainingKind
 from alf_rl.data_structures import (Experience, PolicyStep,
                                     experience_to_time_step)
 
 
 class OnPolicyAlgorithm(ReplayTrainingMixin, RLAlgorithm):
-    """An ``RLAlgorithm`` whose ``train_step`` is its ``rollout``.
+    """An ``RLAlgorithm`` trained on the driver's unroll, whose
+    ``train_step`` is its ``rollout``.
 
     Args:
         observation_spec: nest of specs of one observation.
@@ -26,6 +33,8 @@ class OnPolicyAlgorithm(ReplayTrainingMixin, RLAlgorithm):
             The on-policy driver always carries the state itself.
         **kwargs: passed to ``RLAlgorithm``.
     """
+
+    training_kind = TrainingKind.UNROLL
 
     def __init__(self,
                  observation_spec: Any,
@@ -45,3 +54,17 @@ class OnPolicyAlgorithm(ReplayTrainingMixin, RLAlgorithm):
             ``PolicyStep`` as from ``rollout``.
         """
         return self.rollout(experience_to_time_step(experience), state)
+
+
+class EpochTraining(object):
+    """Mixed in before an ``OnPolicyAlgorithm`` base: trained in epochs of
+    mini-batches over what one iteration collected (PPO).
+
+    Its targets are computed beforehand over the whole iteration, in
+    ``preprocess_experience``, so every row of a mini-batch trains and
+    counts (``last_row_only_bootstraps = False``; sequences may be one
+    step long).
+    """
+
+    training_kind = TrainingKind.EPOCHS
+    last_row_only_bootstraps = False

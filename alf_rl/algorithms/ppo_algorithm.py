@@ -20,6 +20,7 @@ import gin
 import tensorflow as tf
 
 from alf_rl.algorithms.actor_critic_algorithm import ActorCriticAlgorithm
+from alf_rl.algorithms.on_policy_algorithm import EpochTraining
 # PPOInfo (rollout info: action_distribution, value, returns, advantages)
 # is what PPOLoss consumes, so it is defined beside it; imported from here
 # as before.
@@ -28,11 +29,14 @@ from alf_rl.data_structures import (Experience, PolicyStep, StepType,
                                     TimeStep, TrainingInfo)
 from alf_rl.ops import policy_losses, value_ops
 from alf_rl.ops.masks import masked_mean
+from alf_rl.utils.gradient_application import replica_context
 
 
 @gin.configurable
-class PPOAlgorithm(ActorCriticAlgorithm):
-    """PPO: ``ActorCriticAlgorithm`` with precomputed GAE and ``PPOLoss``.
+class PPOAlgorithm(EpochTraining, ActorCriticAlgorithm):
+    """PPO: ``ActorCriticAlgorithm`` with precomputed GAE and ``PPOLoss``,
+    trained in epochs over what one iteration collected (``EpochTraining``:
+    ``OffPolicyTrainer`` with ``TrainerConfig.clear_replay_buffer=True``).
 
     Every row of a training sequence is trained (targets are precomputed),
     so ``TrainerConfig.mini_batch_length`` may be 1: mini-batches of single
@@ -52,8 +56,6 @@ class PPOAlgorithm(ActorCriticAlgorithm):
             (then ``TrainerConfig.mini_batch_length`` must be > 1, e.g. the
             whole unroll).
     """
-
-    last_row_only_bootstraps = False
 
     def __init__(self,
                  observation_spec: Any,
@@ -109,7 +111,8 @@ class PPOAlgorithm(ActorCriticAlgorithm):
             return tf.constant(True)
         kl = policy_losses.approx_kl(
             self._loss.log_importance_ratio(training_info))
-        return masked_mean(kl, valid_masks) <= 1.5 * self._target_kl
+        return (masked_mean(kl, valid_masks, replica_context())
+                <= 1.5 * self._target_kl)
 
     def rollout(self, time_step: TimeStep, state: Any) -> PolicyStep:
         """As ``ActorCriticAlgorithm.rollout``, with ``PPOInfo`` info.

@@ -22,6 +22,7 @@ from alf_rl.algorithms.actor_critic_loss import (ActorCriticLoss,
 from alf_rl.data_structures import LossInfo, TrainingInfo, namedtuple
 from alf_rl.ops import losses, policy_losses
 from alf_rl.utils.common import valid_step_mask
+from alf_rl.utils.gradient_application import replica_context
 from alf_rl.utils.schedules import schedule_value
 
 PPOInfo = namedtuple(
@@ -186,4 +187,5 @@ class PPOLoss(ActorCriticLoss):
                 clip_fraction=policy_losses.clip_fraction(
                     tf.stop_gradient(ratio), eps),
                 explained_variance=losses.explained_variance(
-                    returns, tf.stop_gradient(value), mask)))
+                    returns, tf.stop_gradient(value), mask,
+                    replica_context())))

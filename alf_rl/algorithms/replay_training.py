@@ -21,9 +21,11 @@ values. Algorithms whose targets are all computed beforehand in
 ``preprocess_experience`` (PPO) set ``last_row_only_bootstraps = False``:
 then every row is trained and sequences may be one step long.
 
-Declared hooks a method may override: ``bootstrap_step``,
-``first_train_step``, ``calc_priority`` (prioritized replay),
-``continue_training`` (early stop).
+The hooks a method may override and the capabilities it declares with
+them (``bootstrap_step``; ``first_train_step`` with
+``has_first_train_step``; ``calc_priority`` with ``gives_priorities``;
+``continue_training``) are the ``ReplayHooks`` protocol of
+``alf_rl.algorithms.protocols``.
 """
 
 import functools
@@ -168,6 +170,14 @@ class ReplayTrainingMixin(object):
     #: property of the method, fixed per class.
     last_row_only_bootstraps = True
 
+    #: Whether the class provides its own ``first_train_step`` (row 0 of a
+    #: sequence then runs it; see ``ReplayHooks``).
+    has_first_train_step = False
+
+    #: Whether ``calc_priority`` returns priorities (``TDErrorPriority``
+    #: sets it): prioritized replay is refused before training otherwise.
+    gives_priorities = False
+
     def __init__(self, *args: Any, use_rollout_state: bool = False,
                  **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -279,8 +289,9 @@ class ReplayTrainingMixin(object):
         With ``last_row_only_bootstraps``, row t's targets come from rows
         after t, so the first row's target values are never read. Override
         this to skip them (zeros in their place, same structure as
-        ``train_step``'s) and keep everything the row's own losses need.
-        Defaults to ``train_step``; only an override changes the unroll.
+        ``train_step``'s) and keep everything the row's own losses need,
+        and declare ``has_first_train_step = True``: only then is row 0
+        run by it. Defaults to ``train_step``.
 
         Args/returns: as ``train_step`` ([B, ...] leaves).
         """
@@ -293,8 +304,9 @@ class ReplayTrainingMixin(object):
         Called after each update on its [L, b] training info and the
         per-step ``LossInfo`` from ``calc_loss``. Prioritized replay
         (``TrainerConfig.prioritized_replay``) needs an algorithm that
-        returns priorities here; the default returns None (the trainer then
-        refuses prioritized replay before training starts).
+        returns priorities here and declares ``gives_priorities = True``;
+        the default returns None (the trainer then refuses prioritized
+        replay before training starts).
 
         Args:
             training_info: ``TrainingInfo`` with [L, b, ...] leaves.
@@ -467,12 +479,11 @@ class ReplayTrainingMixin(object):
                                  'train_step', self.train_state_spec)
 
     def _has_own_first_train_step(self):
-        """Whether row 0 runs a ``first_train_step`` other than the default
-        (with ``last_row_only_bootstraps``); else it is one more
-        ``train_step`` row (and, in a ``tf.while_loop``, not peeled)."""
-        own = getattr(self.first_train_step, '__func__', None)
-        return (self.last_row_only_bootstraps
-                and own is not ReplayTrainingMixin.first_train_step)
+        """Whether row 0 runs ``first_train_step`` (declared by
+        ``has_first_train_step``, with ``last_row_only_bootstraps``); else
+        it is one more ``train_step`` row (and, in a ``tf.while_loop``, not
+        peeled)."""
+        return self.last_row_only_bootstraps and self.has_first_train_step
 
     def _checked_first_train_step(self, experience, state):
         """``first_train_step``, what it returns checked (at trace time)."""
@@ -577,6 +588,8 @@ class TDErrorPriority(object):
     replay: the priority of a sampled sequence is ``|td_error|`` at its
     first step (the transition it was sampled for).
     """
+
+    gives_priorities = True
 
     def calc_priority(self, training_info: TrainingInfo,
                       per_step_loss_info: LossInfo) -> tf.Tensor:

@@ -10,6 +10,7 @@ from typing import Any, Callable, List, Optional, Tuple, Union
 import tensorflow as tf
 
 from alf_rl.algorithms.algorithm import Algorithm
+from alf_rl.algorithms.training_kind import TrainingKind
 from alf_rl.data_structures import LossInfo, TimeStep, TrainingInfo
 from alf_rl.specs import time_step_spec
 from alf_rl.utils.common import valid_step_mask
@@ -38,6 +39,17 @@ class RLAlgorithm(Algorithm):
         **kwargs: passed to ``Algorithm`` (state specs, optimizer, clipping,
             name).
     """
+
+    #: How the method is trained (``alf_rl.algorithms.training_kind``):
+    #: set by ``OnPolicyAlgorithm`` (``UNROLL``), ``EpochTraining``
+    #: (``EPOCHS``) and ``OffPolicyAlgorithm`` (``REPLAY``); None here (no
+    #: trainer trains a bare ``RLAlgorithm``).
+    training_kind: Optional[TrainingKind] = None
+
+    #: Whether ``train_complete`` is the class's own update (TRAC's trust
+    #: region) rather than ``Algorithm``'s single gradient update; an
+    #: ``Agent``, which trains all its parts in one update, refuses it.
+    has_own_update = False
 
     def __init__(self,
                  observation_spec: Nest,

@@ -9,29 +9,8 @@ the reward normalization), divided by a running std of the intrinsic
 return (``ReturnScaleNormalizer``, as the paper). Novel observations are
 predicted badly and so rewarded.
 
-Intrinsic-reward module contract (shared by ``IcmAlgorithm`` and
-``RNDAlgorithm``; what an ``Agent`` relies on):
-
-- ``rollout(time_step, state)``, ``predict(time_step, state)`` and
-  ``train_step(time_step_or_experience, state)`` take a ``TimeStep`` or an
-  ``Experience`` with [B, ...] leaves (``observation``, ``prev_action``,
-  ``step_type`` are read) and return ``AlgStep(output=[B] float32
-  intrinsic reward with stopped gradient, state=..., info=...)``. The
-  reward returned at step t is for the transition INTO step t (the
-  library's convention for ``reward[t]``), and 0 at FIRST steps.
-- Normalizer statistics change only in ``rollout``; ``predict`` and
-  ``train_step`` use them unchanged.
-- ``calc_loss(info)`` takes a ``TrainingInfo`` whose ``info`` holds the
-  steps' infos with [T, B] leaves (or those infos themselves) and returns
-  a per-step ``LossInfo`` (``loss`` [T, B]; each component in ``extra``
-  under its name: ICM ``forward_loss`` and ``inverse_loss``, RND
-  ``prediction_loss``).
-- ``rollout_state_spec``/``train_state_spec`` declare the state; rows are
-  reset by the caller at FIRST steps (``reset_state_if_necessary``), and
-  FIRST steps are also masked inside, so a stale state never leaks a
-  reward or a loss across episodes.
-- Each module may have its own ``optimizer``; ``None`` lets the owning
-  algorithm's optimizer train it.
+An ``IntrinsicRewardModule`` (``alf_rl.algorithms.protocols``: the
+contract an ``Agent`` relies on).
 
 RND is stateless (``()``): the reward of step t depends on s' only. The
 predictor is trained on every step, FIRST ones included (their
@@ -95,6 +74,8 @@ class RNDAlgorithm(Algorithm):
 
     Args:
         observation_spec: nest of ``tf.TensorSpec`` of one observation.
+        action_spec: unused (the ``IntrinsicRewardModule`` constructor
+            takes it; the reward depends on the observation only).
         predictor_network_ctor: ``ctor(input_tensor_spec=observation_spec)``
             builds f^, mapping [B, ...] observations to [B, D] (default: an
             MLP with ``DEFAULT_FC_LAYER_PARAMS`` and a linear output of
@@ -119,6 +100,7 @@ class RNDAlgorithm(Algorithm):
 
     def __init__(self,
                  observation_spec: Nest,
+                 action_spec: Any = None,
                  predictor_network_ctor: Callable[..., Network] = (
                      _default_network),
                  target_network_ctor: Optional[Callable[..., Network]] = None,
@@ -128,6 +110,7 @@ class RNDAlgorithm(Algorithm):
                      ReturnScaleNormalizer),
                  optimizer: Optional[Any] = None,
                  name: str = 'RNDAlgorithm'):
+        del action_spec
         super().__init__(optimizer=optimizer, name=name)
         self._observation_spec = observation_spec
         self._predictor_network = predictor_network_ctor(

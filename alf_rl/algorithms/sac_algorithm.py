@@ -229,6 +229,8 @@ class SacAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
         TypeError: a retired argument name.
     """
 
+    has_first_train_step = True  # first_train_step skips the targets
+
     def __init__(self,
                  observation_spec: Nest,
                  action_spec: Nest,

@@ -113,6 +113,8 @@ class SarsaAlgorithm(DeterministicActorMixin, TDErrorPriority,
             ``td_loss_fn``).
     """
 
+    has_first_train_step = True  # first_train_step skips the targets
+
     def __init__(self,
                  observation_spec: Nest,
                  action_spec: Nest,

@@ -11,7 +11,7 @@ in Actor-Critic Methods" (arXiv:1802.09477). Three changes to DDPG:
 3. Delayed updates: the actor and all target networks are updated once every
    ``actor_update_period`` (2) critic updates.
 
-How the delay is implemented: ``_should_apply`` gates the actor's optimizer.
+How the delay is implemented: ``should_apply`` gates the actor's optimizer.
 A counter variable counts updates (in ``after_train``); the critics'
 gradients are computed and applied on every update, while the actor's
 gradients are computed and applied inside a ``tf.cond`` only on updates N,
@@ -127,7 +127,7 @@ class Td3Algorithm(DdpgAlgorithm):
             tf.nest.pack_sequence_as(self._action_spec, flat),
             self._action_spec)
 
-    def _should_apply(self, optimizer: Any) -> Union[bool, tf.Tensor]:
+    def should_apply(self, optimizer: Any) -> Union[bool, tf.Tensor]:
         """Gates the actor's optimizer: true on every
         ``actor_update_period``-th update (updates N, 2N, ...)."""
         if optimizer is not self._actor_optimizer:

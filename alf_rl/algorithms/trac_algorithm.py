@@ -35,6 +35,7 @@ import tensorflow_probability as tfp
 
 from alf_rl.algorithms.actor_critic_algorithm import ActorCriticAlgorithm
 from alf_rl.algorithms.on_policy_algorithm import OnPolicyAlgorithm
+from alf_rl.algorithms.training_kind import TrainingKind
 from alf_rl.algorithms.trusted_updater import TrustedUpdater
 from alf_rl.data_structures import (Experience, LossInfo, PolicyStep,
                                     TimeStep, TrainingInfo, namedtuple)
@@ -42,6 +43,7 @@ from alf_rl.ops import distributions as dist_ops
 from alf_rl.ops.masks import masked_mean
 from alf_rl.specs import is_bounded, zeros_from_spec
 from alf_rl.utils.common import valid_step_mask
+from alf_rl.utils.gradient_application import replica_context
 
 tfd = tfp.distributions
 
@@ -159,10 +161,17 @@ class TracAlgorithm(OnPolicyAlgorithm):
         """The wrapped algorithm."""
         return self._ac_algorithm
 
+    has_own_update = True  # train_complete adds the trust region
+
     @property
     def last_row_only_bootstraps(self) -> bool:
         """As the wrapped algorithm's (False for PPO)."""
         return self._ac_algorithm.last_row_only_bootstraps
+
+    @property
+    def training_kind(self) -> TrainingKind:
+        """As the wrapped algorithm's (``EPOCHS`` for PPO)."""
+        return self._ac_algorithm.training_kind
 
     def transform_timestep(self, time_step: Any,
                            update_normalizers: bool = False) -> Any:
@@ -330,7 +339,8 @@ class TracAlgorithm(OnPolicyAlgorithm):
             new = self._ac_algorithm.rollout(time_step,
                                              state).info.action_distribution
             kl = tf.stop_gradient(dist_ops.action_distance(old, new))
-            return tf.sqrt(tf.maximum(masked_mean(kl, mask), 0.0))
+            return tf.sqrt(tf.maximum(
+                masked_mean(kl, mask, replica_context()), 0.0))
 
         return _change
 

@@ -41,9 +41,14 @@ TensorFlow ops, or calls ``create_strategy`` first thing.
 """
 
 import contextlib
-from typing import Any, Callable, Iterator, Optional
+import inspect
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
 import tensorflow as tf
+
+from alf_rl.utils.gradient_application import (GradientApplication,
+                                               GradsAndVars,
+                                               applying_gradients)
 
 #: The values of ``TrainerConfig.strategy`` besides None.
 STRATEGY_NAMES = ('mirrored', 'multi_worker_mirrored')
@@ -148,9 +153,67 @@ def learner_scope(strategy: Optional[tf.distribute.Strategy]
         yield
 
 
+class ReplicaGradientApplication(GradientApplication):
+    """The gradient application of one replica's share of an update:
+    gradients summed across the replicas (before clipping), applied to the
+    mirrored variables without the optimizer's second aggregation.
+
+    Args:
+        context: the replica context the update runs in (inside
+            ``strategy.run``).
+    """
+
+    def __init__(self, context: tf.distribute.ReplicaContext):
+        self._context = context
+
+    @property
+    def replica_context(self) -> tf.distribute.ReplicaContext:
+        """The replica context of the update."""
+        return self._context
+
+    @property
+    def num_replicas(self) -> int:
+        """Replicas in sync (over all workers)."""
+        return self._context.num_replicas_in_sync
+
+    def sum_gradients(self, grads: List[tf.Tensor]) -> List[tf.Tensor]:
+        """The cross-replica sum of each replica's share.
+
+        Args:
+            grads: list of this replica's gradient tensors.
+        Returns:
+            list of the summed gradients, the same on every replica.
+        """
+        return self._context.all_reduce(tf.distribute.ReduceOp.SUM, grads)
+
+    def apply(self, optimizer: Any, grads_and_vars: GradsAndVars) -> None:
+        """``optimizer.apply_gradients`` without a second aggregation.
+
+        Args:
+            optimizer: a ``tf_keras`` optimizer.
+            grads_and_vars: list of ``(summed gradient, variable)``.
+        """
+        optimizer.apply_gradients(grads_and_vars,
+                                  **_no_aggregation_kwarg(optimizer))
+
+
+def _no_aggregation_kwarg(optimizer: Any) -> Dict[str, bool]:
+    """The ``apply_gradients`` keyword that skips the optimizer's own
+    cross-replica sum (its name differs between tf_keras' optimizers)."""
+    params = inspect.signature(optimizer.apply_gradients).parameters
+    if 'skip_gradients_aggregation' in params:
+        return {'skip_gradients_aggregation': True}
+    if 'experimental_aggregate_gradients' in params:
+        return {'experimental_aggregate_gradients': False}
+    raise TypeError("%s.apply_gradients cannot skip gradient aggregation; "
+                    "use a tf_keras optimizer under a tf.distribute strategy"
+                    % type(optimizer).__name__)
+
+
 class ReplicaRunner(object):
     """Runs one update on a global mini-batch split across replicas (an
-    ``UpdateRunner`` of ``alf_rl.algorithms.replay_training``).
+    ``UpdateRunner`` of ``alf_rl.algorithms.replay_training``), each
+    replica's share under a ``ReplicaGradientApplication``.
 
     Args:
         strategy: a ``MirroredStrategy`` or ``MultiWorkerMirroredStrategy``.
@@ -202,7 +265,10 @@ class ReplicaRunner(object):
 
         def _replica(args):
             weights = args[1] if sample_weights is not None else None
-            return update_fn(args[0], weights)
+            application = ReplicaGradientApplication(
+                tf.distribute.get_replica_context())
+            with applying_gradients(application):
+                return update_fn(args[0], weights)
 
         result = self._strategy.run(_replica, args=(sliced, ))
         first = tf.nest.map_structure(

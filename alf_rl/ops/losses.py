@@ -10,7 +10,7 @@ from typing import List, Optional, Union
 
 import tensorflow as tf
 
-from alf_rl.ops.masks import replica_sum
+from alf_rl.ops.masks import ReplicaContext, replica_sum
 
 from alf_rl.utils.nest import Nest
 Scalar = Union[float, tf.Tensor]
@@ -49,40 +49,51 @@ def element_wise_huber_loss(target: tf.Tensor, prediction: tf.Tensor,
 
 
 def normalize_masked(x_t: tf.Tensor, mask_t: tf.Tensor,
-                     epsilon: float = 1e-8) -> tf.Tensor:
+                     epsilon: float = 1e-8,
+                     replica_context: ReplicaContext = None) -> tf.Tensor:
     """(x - mean) / (std + epsilon) with moments over entries where mask=1.
 
     Args:
         x_t: [T, B] float32.
         mask_t: [T, B] float32 in {0, 1}.
         epsilon: added to the std.
+        replica_context: the ``tf.distribute`` replica context of the
+            update (moments over every replica's entries), or None.
     Returns:
         [T, B] float32; masked-out entries are normalized too (and usually
         ignored by the caller).
     """
-    # Over every replica's entries under a tf.distribute strategy.
-    n = tf.maximum(replica_sum(tf.reduce_sum(mask_t)), 1.0)
-    mean = replica_sum(tf.reduce_sum(x_t * mask_t)) / n
-    var = replica_sum(tf.reduce_sum(tf.square(x_t - mean) * mask_t)) / n
+    def _sum(x):
+        return replica_sum(tf.reduce_sum(x), replica_context)
+
+    n = tf.maximum(_sum(mask_t), 1.0)
+    mean = _sum(x_t * mask_t) / n
+    var = _sum(tf.square(x_t - mean) * mask_t) / n
     return (x_t - mean) / (tf.sqrt(var) + epsilon)
 
 
 def explained_variance(returns_t: tf.Tensor, values_t: tf.Tensor,
-                       mask_t: tf.Tensor) -> tf.Tensor:
+                       mask_t: tf.Tensor,
+                       replica_context: ReplicaContext = None) -> tf.Tensor:
     """1 - Var[returns - values] / Var[returns] over masked entries.
 
     Args:
         returns_t: [T, B] float32 targets.
         values_t: [T, B] float32 predictions.
         mask_t: [T, B] float32 in {0, 1}.
+        replica_context: the ``tf.distribute`` replica context of the
+            update (variances over every replica's entries), or None.
     Returns:
         [] float32 (1 is perfect, 0 is no better than a constant).
     """
-    n = tf.maximum(replica_sum(tf.reduce_sum(mask_t)), 1.0)
+    def _sum(x):
+        return replica_sum(tf.reduce_sum(x), replica_context)
+
+    n = tf.maximum(_sum(mask_t), 1.0)
 
     def _var(x):
-        mean = replica_sum(tf.reduce_sum(x * mask_t)) / n
-        return replica_sum(tf.reduce_sum(tf.square(x - mean) * mask_t)) / n
+        mean = _sum(x * mask_t) / n
+        return _sum(tf.square(x - mean) * mask_t) / n
 
     return 1.0 - _var(returns_t - values_t) / tf.maximum(_var(returns_t), 1e-8)
 

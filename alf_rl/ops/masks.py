@@ -3,15 +3,17 @@
 Notation: ``x_t`` a per-step quantity, ``m_t`` in {0, 1} (or a weight >= 0)
 whether step t counts.
 
-Under a ``tf.distribute`` strategy with N > 1 replicas (the distributed
-learner, ``alf_rl.distributed.strategy``), each replica holds 1/N of the
-global batch and the reductions here are global: a masked mean is the
-cross-replica sum of ``m_t x_t`` over the cross-replica sum of ``m_t``, its
-value the same on every replica. Its gradient is the replica's own share
-(``sum_local m_t x_t / sum_global m_t``), so the optimizer's cross-replica
-sum of gradients is the gradient of the global mean: N replicas on a global
-batch compute the update one replica computes on it. Outside a replica
-context (or with one replica) nothing changes.
+Every reduction takes the ``tf.distribute`` replica context it runs in as
+an argument, ``replica_context`` (None, the default, for one device; the
+caller passes ``alf_rl.utils.gradient_application.replica_context()``).
+With N > 1 replicas (the distributed learner,
+``alf_rl.distributed.strategy``) each replica holds 1/N of the global batch
+and the reductions are global: a masked mean is the cross-replica sum of
+``m_t x_t`` over the cross-replica sum of ``m_t``, its value the same on
+every replica. Its gradient is the replica's own share (``sum_local m_t x_t
+/ sum_global m_t``), so the cross-replica sum of gradients is the gradient
+of the global mean: N replicas on a global batch compute the update one
+replica computes on it. With one replica nothing changes.
 """
 
 from typing import Any, Optional
@@ -26,25 +28,34 @@ def is_unset(x: Any) -> bool:
     return isinstance(x, tuple) and x == ()
 
 
-def num_replicas() -> int:
-    """Replicas computing the current update together: the strategy's
-    ``num_replicas_in_sync`` in a replica context, else 1."""
-    context = tf.distribute.get_replica_context()
-    return 1 if context is None else context.num_replicas_in_sync
+ReplicaContext = Optional[tf.distribute.ReplicaContext]
 
 
-def replica_sum(x: Any) -> Any:
+def num_replicas(replica_context: ReplicaContext = None) -> int:
+    """Replicas computing an update together in ``replica_context``.
+
+    Args:
+        replica_context: a ``tf.distribute.ReplicaContext``, or None.
+    Returns:
+        its ``num_replicas_in_sync``, 1 for None.
+    """
+    return (1 if replica_context is None else
+            replica_context.num_replicas_in_sync)
+
+
+def replica_sum(x: Any, replica_context: ReplicaContext = None) -> Any:
     """Cross-replica sum of a nest of tensors, without gradient.
 
     Args:
         x: nest of tensors (the same shapes on every replica).
+        replica_context: the replica context of the update, or None.
     Returns:
-        ``x`` summed over the replicas of the current update (``x`` itself
+        ``x`` summed over the replicas of ``replica_context`` (``x`` itself
         with one replica); gradients stopped.
     """
-    if num_replicas() == 1:
+    if num_replicas(replica_context) == 1:
         return x
-    total = tf.distribute.get_replica_context().all_reduce(
+    total = replica_context.all_reduce(
         tf.distribute.ReduceOp.SUM, tf.nest.map_structure(
             tf.stop_gradient, x))
     return tf.nest.map_structure(tf.stop_gradient, total)
@@ -66,10 +77,11 @@ def with_local_gradient(value: tf.Tensor, local: tf.Tensor) -> tf.Tensor:
     return tf.stop_gradient(value) + (local - tf.stop_gradient(local))
 
 
-def masked_mean(x: tf.Tensor, mask: Optional[tf.Tensor]) -> tf.Tensor:
+def masked_mean(x: tf.Tensor, mask: Optional[tf.Tensor],
+                replica_context: ReplicaContext = None) -> tf.Tensor:
     """``sum_t m_t x_t / max(sum_t m_t, 1)`` over every entry.
 
-    In a replica context with N > 1 replicas the sums run over every
+    With a ``replica_context`` of N > 1 replicas the sums run over every
     replica's entries (see the module docstring); a plain mean (no mask)
     assumes equal per-replica batches.
 
@@ -78,6 +90,7 @@ def masked_mean(x: tf.Tensor, mask: Optional[tf.Tensor]) -> tf.Tensor:
             unchanged (it is already reduced).
         mask: float mask (or weights) of exactly ``x``'s shape, or None for
             a plain mean.
+        replica_context: the replica context of the update, or None.
     Returns:
         [] float32; 0 when the mask is all zero.
     Raises:
@@ -87,12 +100,12 @@ def masked_mean(x: tf.Tensor, mask: Optional[tf.Tensor]) -> tf.Tensor:
     x = tf.convert_to_tensor(x)
     if x.shape.rank == 0:
         return x
-    replicas = num_replicas()
+    replicas = num_replicas(replica_context)
     if mask is None:
         if replicas == 1:
             return tf.reduce_mean(x)
         local = tf.reduce_mean(x) / replicas
-        return with_local_gradient(replica_sum(local), local)
+        return with_local_gradient(replica_sum(local, replica_context), local)
     mask = tf.cast(mask, x.dtype)
     if mask.shape.rank != x.shape.rank:
         raise ValueError(
@@ -101,17 +114,19 @@ def masked_mean(x: tf.Tensor, mask: Optional[tf.Tensor]) -> tf.Tensor:
             (mask.shape, x.shape, mask.shape.rank, x.shape.rank))
     if replicas == 1:
         return tf.reduce_sum(x * mask) / tf.maximum(tf.reduce_sum(mask), 1.0)
-    count = replica_sum(tf.reduce_sum(mask))
+    count = replica_sum(tf.reduce_sum(mask), replica_context)
     local = tf.reduce_sum(x * mask) / tf.maximum(count, 1.0)
-    return with_local_gradient(replica_sum(local), local)
+    return with_local_gradient(replica_sum(local, replica_context), local)
 
 
 def reduce_loss_info(loss_info: LossInfo,
-                     valid_masks: Optional[tf.Tensor]) -> LossInfo:
+                     valid_masks: Optional[tf.Tensor],
+                     replica_context: ReplicaContext = None) -> LossInfo:
     """Averages every per-step leaf of a ``LossInfo`` over valid steps.
 
     ``loss`` and every leaf of ``extra`` go through ``masked_mean``;
-    ``scalar_loss`` must already be a scalar. With N > 1 replicas
+    ``scalar_loss`` must already be a scalar. With N > 1 replicas in
+    ``replica_context``
     ``scalar_loss`` becomes its cross-replica mean, with 1/N of the
     replica's gradient (the optimizer sums the N replicas' gradients).
 
@@ -119,25 +134,28 @@ def reduce_loss_info(loss_info: LossInfo,
         loss_info: ``LossInfo`` with [T, B] leaves (or [B] with a [B]
             mask; scalars pass through).
         valid_masks: [T, B] (or [B]) float mask, or None.
+        replica_context: the replica context of the update, or None.
     Returns:
         ``LossInfo`` with [] leaves.
     Raises:
         ValueError: ``scalar_loss`` is not a scalar; a mask rank mismatch.
     """
     loss = (loss_info.loss if is_unset(loss_info.loss) else masked_mean(
-        loss_info.loss, valid_masks))
+        loss_info.loss, valid_masks, replica_context))
     scalar = loss_info.scalar_loss
     if not is_unset(scalar):
         scalar = tf.convert_to_tensor(scalar)
         if scalar.shape.rank != 0:
             raise ValueError("LossInfo.scalar_loss must be a scalar, got "
                              "shape %s" % scalar.shape)
-        replicas = num_replicas()
+        replicas = num_replicas(replica_context)
         if replicas > 1:
             scalar = with_local_gradient(
-                replica_sum(scalar) / replicas, scalar / replicas)
-    extra = tf.nest.map_structure(lambda e: masked_mean(e, valid_masks),
-                                  loss_info.extra)
+                replica_sum(scalar, replica_context) / replicas,
+                scalar / replicas)
+    extra = tf.nest.map_structure(
+        lambda e: masked_mean(e, valid_masks, replica_context),
+        loss_info.extra)
     return LossInfo(loss=loss, scalar_loss=scalar, extra=extra)
 
 

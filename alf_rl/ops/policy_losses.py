@@ -16,7 +16,7 @@ from typing import Callable, Optional, Union
 
 import tensorflow as tf
 
-from alf_rl.ops import losses
+from alf_rl.ops import losses, masks
 
 Scalar = Union[float, tf.Tensor]
 
@@ -117,7 +117,9 @@ def clipped_value_loss(
 def normalize_advantages(adv_t: tf.Tensor,
                          mask_t: tf.Tensor,
                          normalize: bool = True,
-                         clip: Optional[float] = None) -> tf.Tensor:
+                         clip: Optional[float] = None,
+                         replica_context: masks.ReplicaContext = None
+                         ) -> tf.Tensor:
     """Advantages normalized over the valid steps, then clipped.
 
         A_t <- (A_t - mean_m(A)) / (std_m(A) + 1e-8)   if ``normalize``
@@ -131,12 +133,15 @@ def normalize_advantages(adv_t: tf.Tensor,
         mask_t: [T, B] float32 in {0, 1}, the steps the moments are over.
         normalize: whether to normalize.
         clip: c > 0 to clip to [-c, c]; None or 0 for no clipping.
+        replica_context: the ``tf.distribute`` replica context of the
+            update (moments over every replica's steps), or None.
     Returns:
         [T, B] float32 (masked-out entries are transformed too).
     """
     adv_t = tf.convert_to_tensor(adv_t)
     if normalize:
-        adv_t = losses.normalize_masked(adv_t, mask_t)
+        adv_t = losses.normalize_masked(adv_t, mask_t,
+                                        replica_context=replica_context)
     if clip:
         adv_t = tf.clip_by_value(adv_t, -clip, clip)
     return adv_t

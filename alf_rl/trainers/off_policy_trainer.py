@@ -22,8 +22,8 @@ and the replay buffer on the host.
 import gin
 import tensorflow as tf
 
-from alf_rl.algorithms.replay_training import (ReplayTrainingMixin,
-                                               check_mini_batches)
+from alf_rl.algorithms.replay_training import check_mini_batches
+from alf_rl.algorithms.training_kind import check_trainer_pairing
 from alf_rl.distributed.strategy import ReplicaRunner, learner_scope
 from alf_rl.drivers.off_policy_driver import SyncOffPolicyDriver
 from alf_rl.replay import (OnetimeExperienceReplayer,
@@ -49,10 +49,10 @@ class OffPolicyTrainer(Trainer):
     def _create_driver(self):
         c, r, e = self._config, self._config.replay, self._config.execution
         batch_size = self._replay_batch_size()
-        if not isinstance(self._algorithm, ReplayTrainingMixin):
-            raise ValueError("%s cannot be trained from replay: it is not "
-                             "an OffPolicyAlgorithm or OnPolicyAlgorithm" %
-                             type(self._algorithm).__name__)
+        check_trainer_pairing(self._algorithm, type(self).__name__,
+                              from_unroll=False,
+                              clear_replay_buffer=r.clear_replay_buffer,
+                              prioritized_replay=r.prioritized_replay)
         exp_spec = self._algorithm.prepare_off_policy_specs(batch_size)
         self._check_frame_stack(exp_spec)
         if r.clear_replay_buffer:
@@ -154,18 +154,8 @@ class OffPolicyTrainer(Trainer):
                     "replay_buffer_capacity" %
                     (r.mini_batch_size, r.replay_buffer_capacity, batch_size,
                      per_env, distinct, length))
-            if r.prioritized_replay and not self._gives_priorities():
-                raise ValueError(
-                    "TrainerConfig.prioritized_replay needs %s.calc_priority "
-                    "to return priorities (e.g. mix in TDErrorPriority); it "
-                    "returns None" % type(self._algorithm).__name__)
         self._check_recurrent_setting(length)
         self._mini_batch_length = length
-
-    def _gives_priorities(self):
-        """Whether the algorithm overrides ``calc_priority``."""
-        return (type(self._algorithm).calc_priority is not
-                ReplayTrainingMixin.calc_priority)
 
     def _check_recurrent_setting(self, length):
         """Recurrent networks need their state carried into training."""

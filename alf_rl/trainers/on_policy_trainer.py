@@ -5,6 +5,7 @@ from typing import Any, Tuple
 import gin
 import tensorflow as tf
 
+from alf_rl.algorithms.training_kind import check_trainer_pairing
 from alf_rl.drivers.on_policy_driver import OnPolicyDriver
 from alf_rl.trainers.trainer import Trainer
 
@@ -28,6 +29,8 @@ class OnPolicyTrainer(Trainer):
 
     def _create_driver(self) -> OnPolicyDriver:
         c, e = self._config, self._config.execution
+        check_trainer_pairing(self._algorithm, type(self).__name__,
+                              from_unroll=True)
         if e.strategy is not None:
             raise ValueError(
                 "OnPolicyTrainer cannot distribute its update "

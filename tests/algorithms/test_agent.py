@@ -29,7 +29,7 @@ class ObservationBonus(Algorithm):
     """A stateless module whose reward is ``10 * observation[:, 0] + 1``
     (0 at FIRST): known numbers to check the mixing with."""
 
-    def __init__(self, observation_spec):
+    def __init__(self, observation_spec, action_spec=None):
         super().__init__(name='ObservationBonus')
 
     def rollout(self, inputs, state=()):
@@ -290,11 +290,11 @@ def test_rl_algorithm_observation_normalizer_moves_to_the_agent(
 
 def test_bad_compositions_are_refused_in_one_line(policy_unittest_env):
     env = policy_unittest_env()
-    with pytest.raises(ValueError, match="overrides train_complete"):
+    with pytest.raises(ValueError, match="its train_complete is its own update"):
         _agent(env, rl=lambda observation_spec, action_spec: TracAlgorithm(
             observation_spec, action_spec, ac_algorithm_ctor=_a2c))
     with pytest.raises(TypeError, match="must build an Algorithm"):
-        _agent(env, module=lambda observation_spec: object())
+        _agent(env, module=lambda observation_spec, action_spec: object())
     with pytest.raises(TypeError, match="output_spec"):
         _agent(env, goal_generator=ObservationBonus(None))
     with pytest.raises(TypeError, match="must build an RLAlgorithm"):

@@ -116,7 +116,7 @@ class _Gated(Algorithm):
         lb = self.b.train_step(inputs, state).info.loss
         return AlgStep(output=(), state=state, info=LossInfo(loss=la + lb))
 
-    def _should_apply(self, optimizer):
+    def should_apply(self, optimizer):
         return True if optimizer is self.a.optimizer else self.open
 
     def after_train(self, training_info):

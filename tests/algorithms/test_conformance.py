@@ -304,7 +304,7 @@ def _agent_ppo_rnd(obs, act):
     return alg, {'ppo': alg.rl_algorithm.optimizer, 'rnd': rnd_opt}
 
 
-def _rnd_module(observation_spec, optimizer):
+def _rnd_module(observation_spec, action_spec, optimizer):
     return RNDAlgorithm(observation_spec,
                         predictor_network_ctor=functools.partial(
                             EncodingNetwork, fc_layer_params=HIDDEN,
@@ -312,7 +312,7 @@ def _rnd_module(observation_spec, optimizer):
                         optimizer=optimizer)
 
 
-def _diayn_module(observation_spec, optimizer):
+def _diayn_module(observation_spec, action_spec, optimizer):
     return DIAYNAlgorithm(observation_spec,
                           discriminator_network_ctor=functools.partial(
                               EncodingNetwork, fc_layer_params=HIDDEN),

@@ -22,7 +22,7 @@ import tf_keras
 from alf_rl.algorithms import IcmAlgorithm, RNDAlgorithm
 
 
-def _rnd(observation_spec):
+def _rnd(observation_spec, action_spec=None):
     return RNDAlgorithm(observation_spec,
                         optimizer=tf_keras.optimizers.Adam(1e-3))
 

@@ -143,7 +143,8 @@ def test_dqn_replay_of_all_actors_and_resume(tmp_path):
 
 def _ppo_rnd(observation_spec, action_spec):
     return Agent(observation_spec, action_spec, rl_algorithm_ctor=_ppo,
-                 intrinsic_reward_module_ctor=lambda observation_spec:
+                 intrinsic_reward_module_ctor=lambda observation_spec,
+                 action_spec:
                  RNDAlgorithm(observation_spec,
                               optimizer=tf_keras.optimizers.Adam(1e-3)),
                  intrinsic_reward_coef=0.1)

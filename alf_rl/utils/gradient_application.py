@@ -1,0 +1,140 @@
+"""How an update's gradients are summed, clipped and applied.
+
+``Algorithm.update_with_gradient`` computes each optimizer's gradients and
+hands them to the *gradient application* of the update being traced
+(``current_gradient_application()``):
+
+- on one device (the default, ``GradientApplication``) they are clipped and
+  applied as they are;
+- the distributed learner (``alf_rl.distributed.strategy.ReplicaRunner``)
+  runs each replica's update inside ``applying_gradients(...)`` with an
+  application that sums the replicas' shares first (so that clipping sees
+  the global gradient) and applies them without the optimizer's own second
+  aggregation.
+
+The application also names the ``tf.distribute`` replica context the update
+runs in (None on one device): the masked reductions of ``alf_rl.ops.masks``
+and ``alf_rl.ops.losses`` take it as an argument, and algorithms pass
+``replica_context()`` to them.
+"""
+
+import contextlib
+import threading
+from typing import Any, Iterator, List, Optional, Tuple
+
+import tensorflow as tf
+
+GradsAndVars = List[Tuple[tf.Tensor, tf.Variable]]
+
+
+class GradientApplication(object):
+    """One device: gradients applied as computed (the default)."""
+
+    @property
+    def replica_context(self) -> Optional[tf.distribute.ReplicaContext]:
+        """The replica context of the update, None on one device."""
+        return None
+
+    @property
+    def num_replicas(self) -> int:
+        """Replicas computing the update together (1 here)."""
+        return 1
+
+    def sum_gradients(self, grads: List[tf.Tensor]) -> List[tf.Tensor]:
+        """The gradients of the whole update from this replica's share.
+
+        Args:
+            grads: list of gradient tensors (no None).
+        Returns:
+            The same list on one device.
+        """
+        return grads
+
+    def apply(self, optimizer: Any, grads_and_vars: GradsAndVars) -> None:
+        """Applies (summed, clipped) gradients with ``optimizer``.
+
+        Args:
+            optimizer: a ``tf_keras`` optimizer.
+            grads_and_vars: list of ``(gradient, variable)``.
+        """
+        optimizer.apply_gradients(grads_and_vars)
+
+
+_DEFAULT = GradientApplication()
+_LOCAL = threading.local()
+
+
+def _stack() -> List[GradientApplication]:
+    stack = getattr(_LOCAL, 'stack', None)
+    if stack is None:  # one stack per thread
+        stack = _LOCAL.stack = []
+    return stack
+
+
+@contextlib.contextmanager
+def applying_gradients(application: GradientApplication
+                       ) -> Iterator[GradientApplication]:
+    """Within this block (on this thread), updates use ``application``.
+
+    Args:
+        application: a ``GradientApplication``.
+    Yields:
+        ``application``.
+    """
+    if not isinstance(application, GradientApplication):
+        raise TypeError("applying_gradients: expected a GradientApplication, "
+                        "got %s" % type(application).__name__)
+    _stack().append(application)
+    try:
+        yield application
+    finally:
+        _stack().pop()
+
+
+def current_gradient_application() -> GradientApplication:
+    """The application of the update being traced (one device by default).
+
+    Raises:
+        ValueError: an update traced in a ``tf.distribute`` replica context
+            of several replicas without a replica-aware application (it
+            would average over one replica's slice only).
+    """
+    stack = _stack()
+    application = stack[-1] if stack else _DEFAULT
+    if application.num_replicas == 1:
+        context = tf.distribute.get_replica_context()
+        if context is not None and context.num_replicas_in_sync > 1:
+            raise ValueError(
+                "an update runs in a tf.distribute replica context of %d "
+                "replicas without a replica-aware gradient application; run"
+                " it through alf_rl.distributed.strategy.ReplicaRunner" %
+                context.num_replicas_in_sync)
+    return application
+
+
+def replica_context() -> Optional[tf.distribute.ReplicaContext]:
+    """The current application's replica context (None on one device): the
+    ``replica_context`` argument of the ``alf_rl.ops`` reductions."""
+    return current_gradient_application().replica_context
+
+
+def clip_gradients(grads_and_vars: GradsAndVars,
+                   clip_norm: Optional[float],
+                   by_global_norm: bool = False) -> GradsAndVars:
+    """Clips gradients to ``clip_norm`` (per tensor, or by their global norm).
+
+    Args:
+        grads_and_vars: list of ``(gradient, variable)``.
+        clip_norm: the norm, or None for no clipping.
+        by_global_norm: clip by the global norm of all the gradients.
+    Returns:
+        list of ``(clipped gradient, variable)``.
+    """
+    if clip_norm is None or not grads_and_vars:
+        return grads_and_vars
+    grads, variables = zip(*grads_and_vars)
+    if by_global_norm:
+        grads, _ = tf.clip_by_global_norm(grads, clip_norm)
+    else:
+        grads = [tf.clip_by_norm(g, clip_norm) for g in grads]
+    return list(zip(grads, variables))
