@@ -17,8 +17,9 @@ from replay) and, each optional:
   loss;
 - a **goal/skill generator** (e.g. ``SkillGenerator``): an ``Algorithm``
   following the ``GoalGenerator`` protocol, whose step output (the goal,
-  of its ``output_spec``) is appended to the observation: the RL algorithm and the intrinsic-reward module see the
-  pair ``(observation, goal)``.
+  of its ``output_spec``) is appended to the observation: the RL
+  algorithm and the intrinsic-reward module see the pair
+  ``(observation, goal)``.
 
 The reward the RL algorithm is trained on is ``extrinsic_reward_coef * r +
 intrinsic_reward_coef * r_int``, with ``r`` the environment's reward after

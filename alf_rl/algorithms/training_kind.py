@@ -3,11 +3,16 @@
 Every RL method declares its ``training_kind`` (a class attribute, set by
 its base; a composite such as ``Agent`` takes its RL algorithm's):
 
-| kind | trained | base | trainer |
-| --- | --- | --- | --- |
-| ``UNROLL`` | one update per driver unroll, under the driver's tape (A2C) | ``OnPolicyAlgorithm`` | ``OnPolicyTrainer``; also from replay |
-| ``EPOCHS`` | epochs of mini-batches over what one iteration collected (PPO) | ``EpochTraining`` mixed into an ``OnPolicyAlgorithm`` | ``OffPolicyTrainer``/``AsyncOffPolicyTrainer`` with ``clear_replay_buffer=True`` |
-| ``REPLAY`` | mini-batches sampled from a replay buffer (SAC, DQN, DDPG, TD3, SARSA) | ``OffPolicyAlgorithm`` | ``OffPolicyTrainer``/``AsyncOffPolicyTrainer`` |
+- ``UNROLL``: one update per driver unroll, under the driver's tape
+  (A2C). Base ``OnPolicyAlgorithm``; trained by ``OnPolicyTrainer``, also
+  from replay.
+- ``EPOCHS``: epochs of mini-batches over what one iteration collected
+  (PPO). Base ``EpochTraining`` mixed into an ``OnPolicyAlgorithm``;
+  trained by ``OffPolicyTrainer``/``AsyncOffPolicyTrainer`` with
+  ``clear_replay_buffer=True``.
+- ``REPLAY``: mini-batches sampled from a replay buffer (SAC, DQN, DDPG,
+  TD3, SARSA). Base ``OffPolicyAlgorithm``; trained by
+  ``OffPolicyTrainer``/``AsyncOffPolicyTrainer``.
 
 ``check_trainer_pairing`` is the rule, called by the trainers before
 anything is collected; it also refuses prioritized replay for a method

@@ -4,7 +4,6 @@ that does not follow its protocol."""
 
 import functools
 
-import pytest
 import tensorflow as tf
 import tf_keras
 
