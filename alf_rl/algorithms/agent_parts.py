@@ -56,9 +56,9 @@ NO_STEP = AlgStep(output=(), state=(), info=())
 
 class StateSpecs(NamedTuple):
     """The agent's three ``AgentState`` specs."""
-    train: AgentState
-    rollout: AgentState
-    predict: AgentState
+    train: Any  # AgentState of specs
+    rollout: Any
+    predict: Any
 
 
 def state_specs(rl: RLAlgorithm, module: Optional[Algorithm],

@@ -11,7 +11,6 @@ from alf_rl.algorithms.agent_parts import (AgentInfo, AgentLossInfo,
                                            action_distribution, merged_apply,
                                            sum_part_losses)
 from alf_rl.data_structures import Experience, LossInfo, TrainingInfo
-from alf_rl.ops.masks import is_unset
 
 
 class AgentTraining(object):
@@ -19,6 +18,15 @@ class AgentTraining(object):
     agent's parts (``_rl_algorithm``, ``_intrinsic_module``,
     ``_entropy_target``, ``_goal_generator``, ``_encoding_network``) and
     reward coefficients."""
+
+    # Set by ``Agent.__init__`` (declared here for the type checker).
+    _rl_algorithm: Any
+    _intrinsic_module: Any
+    _entropy_target: Any
+    _goal_generator: Any
+    _encoding_network: Any
+    _extrinsic_reward_coef: float
+    _intrinsic_reward_coef: float
 
     def training_reward(self, reward: tf.Tensor,
                         intrinsic_reward: Union[tf.Tensor, tuple]
@@ -33,7 +41,7 @@ class AgentTraining(object):
             float32 tensor shaped like ``reward``.
         """
         mixed = self._extrinsic_reward_coef * reward
-        if not is_unset(intrinsic_reward):
+        if not isinstance(intrinsic_reward, tuple):  # () when unset
             mixed += self._intrinsic_reward_coef * intrinsic_reward
         return mixed
 

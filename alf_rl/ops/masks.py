@@ -53,7 +53,7 @@ def replica_sum(x: Any, replica_context: ReplicaContext = None) -> Any:
         ``x`` summed over the replicas of ``replica_context`` (``x`` itself
         with one replica); gradients stopped.
     """
-    if num_replicas(replica_context) == 1:
+    if replica_context is None or num_replicas(replica_context) == 1:
         return x
     total = replica_context.all_reduce(
         tf.distribute.ReduceOp.SUM, tf.nest.map_structure(

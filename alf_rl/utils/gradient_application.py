@@ -134,7 +134,7 @@ def clip_gradients(grads_and_vars: GradsAndVars,
         return grads_and_vars
     grads, variables = zip(*grads_and_vars)
     if by_global_norm:
-        grads, _ = tf.clip_by_global_norm(grads, clip_norm)
+        clipped, _ = tf.clip_by_global_norm(grads, clip_norm)
     else:
-        grads = [tf.clip_by_norm(g, clip_norm) for g in grads]
-    return list(zip(grads, variables))
+        clipped = [tf.clip_by_norm(g, clip_norm) for g in grads]
+    return list(zip(clipped, variables))
