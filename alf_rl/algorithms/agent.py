@@ -295,7 +295,7 @@ class Agent(OnPolicyAlgorithm):
 
         Args:
             time_step: ``TimeStep`` or ``Experience`` with [B, ...] or
-                [B, T, ...] leaves.
+                [T, B, ...] leaves.
             update_normalizers: fold this batch into the statistics first.
         Returns:
             The same structure, reward and observation transformed.
@@ -449,7 +449,7 @@ class Agent(OnPolicyAlgorithm):
         reward (e.g. PPO's advantages of the mixed reward).
 
         Args:
-            experience: ``Experience`` with [B, T, ...] leaves and
+            experience: ``Experience`` with [T, B, ...] leaves and
                 ``AgentInfo`` rollout info.
         Returns:
             The processed experience: the RL algorithm's changes, the
@@ -660,7 +660,7 @@ def _action_distribution(rl: RLAlgorithm, info: Any) -> Nest:
 
 
 def _merged_apply(network: Network, observation: Nest) -> tf.Tensor:
-    """``network`` on [B, T, ...] observations: [B, T, D] outputs."""
+    """``network`` on [T, B, ...] observations: [T, B, D] outputs."""
     outer = tf.shape(tf.nest.flatten(observation)[0])[:2]
     out, _ = network(dist_ops.merge_outer_dims(observation))
     return tf.reshape(out, tf.concat([outer, out.shape[1:].as_list()], 0))
