@@ -571,7 +571,7 @@ def _gather_sequences(experience, index, length):
     Returns:
         nest of [L, b, ...]: one gather, no transpose.
     """
-    total, batch = experience.step_type.shape[:2]
+    total, batch = tf.nest.flatten(experience)[0].shape[:2]
     if length == total:
         return tf.nest.map_structure(lambda x: tf.gather(x, index, axis=1),
                                      experience)

@@ -110,13 +110,14 @@ def _python_rows(row_fn, carry, num_rows, final_row_fn, first_row_fn):
     rows = []
     if first_row_fn is not None:
         carry, row = first_row_fn(carry)
-        rows.append(dist_ops.distributions_to_params(row))
+        rows.append(row)
     for t in range(0 if first_row_fn is None else 1, num_rows):
         carry, row = row_fn(t, carry)
-        rows.append(dist_ops.distributions_to_params(row))
+        rows.append(row)
     if final_row_fn is not None:
         carry, row = final_row_fn(carry)
-        rows.append(dist_ops.distributions_to_params(row))
+        rows.append(row)
+    rows = [dist_ops.distributions_to_params(row) for row in rows]
     return carry, tf.nest.map_structure(lambda *x: tf.stack(x), *rows)
 
 

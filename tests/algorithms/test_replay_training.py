@@ -23,7 +23,7 @@ from alf_rl.utils.common import set_random_seed
 
 
 def _collect(alg, env, num_steps):
-    """Rolls out ``num_steps``; returns Experience [B, T]."""
+    """Rolls out ``num_steps``; returns time-major Experience [T, B]."""
     time_step = env.reset()
     exps = []
     state = alg.get_initial_rollout_state(env.batch_size)
@@ -33,7 +33,7 @@ def _collect(alg, env, num_steps):
             info=dist_ops.distributions_to_params(step.info)), state))
         time_step = env.step(step.action)
         state = step.state
-    exp = tf.nest.map_structure(lambda *x: tf.stack(x, axis=1), *exps)
+    exp = tf.nest.map_structure(lambda *x: tf.stack(x), *exps)
     return exp._replace(state=())
 
 
