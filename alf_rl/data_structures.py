@@ -144,7 +144,7 @@ class Experience(
                    default_value=())):
     """One step of collected experience, as stored in a replay buffer.
 
-    Fields are ``TimeStep``'s ([B] or [B, T] leading dims), plus:
+    Fields are ``TimeStep``'s ([B] or [T, B] leading dims), plus:
         action: nest of [B, ...], the action taken at this step.
         rollout_info: nest, ``PolicyStep.info`` of rollout (distributions as
             parameters when stored).

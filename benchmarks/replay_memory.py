@@ -92,7 +92,7 @@ def main(argv=None) -> None:
     sample_us = (time.time() - start) / 200 * 1e6
     print('add_batch (1 env): %.0f us/step; get_batch(32, 2): %.0f us; '
           'peak resident %.2f GB' % (add_us, sample_us, _peak_gb()))
-    assert data.observation.shape == (32, 2, 84, 84, 4)
+    assert data.observation.shape == (2, 32, 84, 84, 4)
 
 
 if __name__ == '__main__':

@@ -73,10 +73,12 @@ def measure(gin_file: str, gin_params: list, rounds: int,
     batch = [config.mini_batch_size or 64, config.mini_batch_length or 2]
     algorithm.prepare_off_policy_specs(batch[0])
     algorithm.build_optimizers()
-    experience = sample_spec_nest(algorithm.experience_spec, batch, seed=0)
+    # Time-major [L, B], as the replay buffer reads it.
+    outer = batch[::-1]
+    experience = sample_spec_nest(algorithm.experience_spec, outer, seed=0)
     experience = experience._replace(
-        step_type=tf.fill(batch, tf.constant(StepType.MID, tf.int32)),
-        discount=tf.ones(batch))
+        step_type=tf.fill(outer, tf.constant(StepType.MID, tf.int32)),
+        discount=tf.ones(outer))
 
     def make():
         return tf.function(lambda e: algorithm.train(e).loss,

@@ -221,7 +221,7 @@ class Agent(AgentTraining, ReplayTrainingMixin, RLAlgorithm):
 
         Args:
             time_step: ``TimeStep`` or ``Experience`` with [B, ...] or
-                [B, T, ...] leaves.
+                [T, B, ...] leaves.
             update_normalizers: fold this batch into the statistics first.
         Returns:
             The same structure, reward and observation transformed.

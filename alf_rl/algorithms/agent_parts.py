@@ -201,7 +201,7 @@ def action_distribution(rl: RLAlgorithm, info: Any) -> Nest:
 
 
 def merged_apply(network: Network, observation: Nest) -> tf.Tensor:
-    """``network`` on [B, T, ...] observations: [B, T, D] outputs."""
+    """``network`` on [T, B, ...] observations: [T, B, D] outputs."""
     outer = tf.shape(tf.nest.flatten(observation)[0])[:2]
     out, _ = network(dist_ops.merge_outer_dims(observation))
     return tf.reshape(out, tf.concat([outer, out.shape[1:].as_list()], 0))

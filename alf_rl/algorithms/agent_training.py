@@ -50,7 +50,7 @@ class AgentTraining(object):
         reward (e.g. PPO's advantages of the mixed reward).
 
         Args:
-            experience: ``Experience`` with [B, T, ...] leaves and
+            experience: ``Experience`` with [T, B, ...] leaves and
                 ``AgentInfo`` rollout info.
         Returns:
             The processed experience: the RL algorithm's changes, the

@@ -208,7 +208,8 @@ class Algorithm(tf.Module):
         """Hook on replayed experience before training (e.g. advantages).
 
         Args:
-            experience: ``Experience`` nest with [B, T, ...] leaves.
+            experience: ``Experience`` nest with time-major [T, B, ...]
+                leaves (``rollout_info`` with distributions).
         Returns:
             The processed experience, same structure.
         """

@@ -4,7 +4,7 @@ Schulman et al. 2017, "Proximal Policy Optimization Algorithms". Same
 networks and rollout as ``ActorCriticAlgorithm``; trained through the replay
 path (``OffPolicyTrainer`` with ``clear_replay_buffer=True``): each iteration
 collects ``unroll_length`` steps of every environment, ``preprocess_experience``
-computes GAE advantages and TD(lambda) returns once over that whole [B, T]
+computes GAE advantages and TD(lambda) returns once over that whole [T, B]
 batch with the rollout's values, and ``train`` runs epochs of shuffled
 mini-batches with ``PPOLoss``.
 
@@ -134,12 +134,12 @@ class PPOAlgorithm(EpochTraining, ActorCriticAlgorithm):
         """Computes advantages and returns over the whole collected batch.
 
         Args:
-            experience: ``Experience`` with [B, T, ...] leaves; its
-                ``rollout_info`` a ``PPOInfo`` with [B, T] ``value``.
+            experience: ``Experience`` with time-major [T, B, ...] leaves;
+                its ``rollout_info`` a ``PPOInfo`` with [T, B] ``value``.
         Returns:
             The experience with ``rollout_info.advantages`` (GAE) and
-            ``rollout_info.returns`` (advantages + value) filled in, [B, T];
-            the last column (advantage 0, return its value) is marked LAST
+            ``rollout_info.returns`` (advantages + value) filled in, [T, B];
+            the last row (advantage 0, return its value) is marked LAST
             so that it is not trained on (it has no successor to bootstrap
             from).
         """
@@ -147,17 +147,16 @@ class PPOAlgorithm(EpochTraining, ActorCriticAlgorithm):
         value = tf.stop_gradient(info.value)
         advantages, returns = value_ops.advantages_and_returns(
             experience.reward, value, experience.step_type,
-            experience.discount * self._loss.gamma, self._loss.td_lambda,
-            time_major=False)
-        # Back to [B, T]: the last column gets advantage 0 and return v.
-        advantages = tf.concat([advantages, tf.zeros_like(value[:, -1:])],
-                               axis=1)
-        returns = tf.concat([returns, value[:, -1:]], axis=1)
+            experience.discount * self._loss.gamma, self._loss.td_lambda)
+        # Back to [T, B]: the last row gets advantage 0 and return v.
+        advantages = tf.concat([advantages, tf.zeros_like(value[-1:])],
+                               axis=0)
+        returns = tf.concat([returns, value[-1:]], axis=0)
         step_type = experience.step_type
         step_type = tf.concat(
-            [step_type[:, :-1],
-             tf.ones_like(step_type[:, -1:]) * StepType.LAST],
-            axis=1)
+            [step_type[:-1],
+             tf.ones_like(step_type[-1:]) * StepType.LAST],
+            axis=0)
         return experience._replace(
             step_type=step_type,
             rollout_info=info._replace(returns=returns,

@@ -4,15 +4,21 @@ Mixed into ``OffPolicyAlgorithm`` and ``OnPolicyAlgorithm`` (so an
 actor-critic can also be trained from a replay buffer, and PPO trains epochs
 of mini-batches over what one iteration collected).
 
-``train`` takes a batch-major ``Experience`` ``[B, T, ...]`` (sampled
-sequences, or everything one iteration collected), applies
-``transform_timestep`` and ``preprocess_experience``, cuts it into
-mini-batches of sequences, and for each mini-batch unrolls ``train_step``
-over time (``alf_rl.algorithms.unroll``, shared with ``OnPolicyDriver``)
-under a ``GradientTape``, computes ``calc_loss`` there (kept for
-``calc_priority``) and hands it to ``train_complete``. Experience stays
-batch-major until a mini-batch is gathered (sequences are shuffled along
-B); each mini-batch is transposed to time-major ``[L, b, ...]`` once.
+``train`` takes a time-major ``Experience`` ``[T, B, ...]`` as the replay
+buffer reads it (sampled sequences, or everything one iteration
+collected), applies ``transform_timestep`` and ``preprocess_experience``,
+cuts it into mini-batches of sequences, and for each mini-batch unrolls
+``train_step`` over time (``alf_rl.algorithms.unroll``, shared with the
+drivers) under a ``GradientTape``, computes ``calc_loss`` there (kept for
+``calc_priority``) and hands it to ``train_complete``. Nothing is
+transposed here: a mini-batch ``[L, b, ...]`` is one gather of sequences
+along B (none for one update over the whole batch).
+
+Distributions travel as their parameters (``rollout_info`` in the
+experience; each step's info through the unroll's arrays): each row
+rebuilds its ``rollout_info`` for the step, and the update's
+``TrainingInfo`` rebuilds the stacked info and the mini-batch's
+``rollout_info`` once.
 
 The last row of every sequence only bootstraps the rows before it: it runs
 ``bootstrap_step`` and is masked, as are LAST steps. The first row is never
@@ -34,7 +40,7 @@ from typing import Any, Callable, NamedTuple, Optional, Tuple
 import tensorflow as tf
 
 from alf_rl.algorithms.algorithm import describe_returned
-from alf_rl.algorithms.unroll import training_info_spec, unroll
+from alf_rl.algorithms.unroll import unroll
 from alf_rl.data_structures import (AlgStep, Experience, LossInfo,
                                     PolicyStep, TrainingInfo)
 from alf_rl.ops import distributions as dist_ops
@@ -131,12 +137,6 @@ def check_step_result(result: Any, algorithm: Any, method: str,
     return result
 
 
-def _batch_to_time_major(nest):
-    return tf.nest.map_structure(
-        lambda x: tf.transpose(x, [1, 0] + list(range(2, x.shape.rank))),
-        nest)
-
-
 class UpdateResult(NamedTuple):
     """What one replay update returns (values, not attributes)."""
     loss_info: LossInfo  # scalar leaves, as from update_with_gradient
@@ -144,9 +144,9 @@ class UpdateResult(NamedTuple):
     keep_going: tf.Tensor  # [] bool from continue_training
 
 
-#: Runs one update on a batch-major mini-batch: ``runner(update_fn, batch,
+#: Runs one update on a time-major mini-batch: ``runner(update_fn, batch,
 #: sample_weights) -> UpdateResult``, where ``update_fn(batch,
-#: sample_weights)`` does the update on [b, L, ...] experience and [b]
+#: sample_weights)`` does the update on [L, b, ...] experience and [b]
 #: weights (or None). The distributed learner's runner splits the batch
 #: across replicas (``alf_rl.distributed.strategy.ReplicaRunner``).
 UpdateRunner = Callable[..., UpdateResult]
@@ -344,8 +344,8 @@ class ReplayTrainingMixin(object):
         """Trains on a batch of stored experience.
 
         Args:
-            experience: ``Experience`` with [B, T, ...] leaves as stored
-                (raw observations; ``rollout_info`` as parameters).
+            experience: ``Experience`` with time-major [T, B, ...] leaves as
+                replayed (raw observations; ``rollout_info`` as parameters).
             num_updates: passes (epochs) over the sequences.
             mini_batch_size: sequences per update (default: all).
             mini_batch_length: L, steps per sequence (default T); T must be
@@ -374,7 +374,8 @@ class ReplayTrainingMixin(object):
         """One update over whole sampled sequences, for prioritized replay.
 
         Args:
-            experience: ``Experience`` with [B, T, ...] leaves as stored.
+            experience: ``Experience`` with time-major [T, B, ...] leaves as
+                replayed.
             sample_weights: optional [B] float32 importance weights.
             update_runner: as for ``train``.
         Returns:
@@ -399,9 +400,9 @@ class ReplayTrainingMixin(object):
         if self._train_info_spec is None:
             self.prepare_off_policy_specs()
         experience = self._preprocess(experience)
-        batch_size, length = experience.step_type.shape[:2]
+        length, batch_size = experience.step_type.shape[:2]
         if batch_size is None or length is None:
-            raise ValueError("train: experience must have static [B, T] "
+            raise ValueError("train: experience must have static [T, B] "
                              "outer dims, got %s" %
                              experience.step_type.shape)
         shape = check_mini_batches(batch_size, length, mini_batch_size,
@@ -412,10 +413,6 @@ class ReplayTrainingMixin(object):
                 or shape.mini_batch_size != batch_size):
             raise ValueError("train: sample_weights need one update over "
                              "whole sequences")
-        sequences = tf.nest.map_structure(
-            lambda x: tf.reshape(x, [shape.num_sequences,
-                                     shape.mini_batch_length] +
-                                 x.shape[2:].as_list()), experience)
         num_batches = shape.num_sequences // shape.mini_batch_size
         num_steps = int(num_updates) * num_batches
         orders = self._orders(int(num_updates), shape.num_sequences,
@@ -423,16 +420,17 @@ class ReplayTrainingMixin(object):
 
         def _step(i):
             epoch, b = i // num_batches, i % num_batches
-            index = tf.slice(orders[epoch], [b * shape.mini_batch_size],
-                             [shape.mini_batch_size])
-            batch = tf.nest.map_structure(lambda x: tf.gather(x, index),
-                                          sequences)
+            batch = experience
+            if (shape.mini_batch_size != shape.num_sequences
+                    or shape.mini_batch_length != length):
+                batch = _gather_sequences(
+                    experience, tf.slice(orders[epoch],
+                                         [b * shape.mini_batch_size],
+                                         [shape.mini_batch_size]),
+                    shape.mini_batch_length)
             if update_runner is None:
-                return self._update(_batch_to_time_major(batch),
-                                    sample_weights)
-            return update_runner(
-                lambda b, w: self._update(_batch_to_time_major(b), w),
-                batch, sample_weights)
+                return self._update(batch, sample_weights)
+            return update_runner(self._update, batch, sample_weights)
 
         if num_steps == 1:
             return _step(tf.constant(0))
@@ -447,7 +445,8 @@ class ReplayTrainingMixin(object):
 
     def _preprocess(self, experience):
         """``transform_timestep`` and ``preprocess_experience`` on stored
-        [B, T] experience; distributions back to parameters afterwards."""
+        [T, B] experience; distributions back to parameters afterwards
+        (mini-batches and rows are cut from the parameters)."""
         experience = experience._replace(
             rollout_info=dist_ops.params_to_distributions(
                 experience.rollout_info, self._rollout_info_spec))
@@ -498,7 +497,8 @@ class ReplayTrainingMixin(object):
                                  self.train_state_spec)
 
     def _update(self, experience, sample_weights=None):
-        """One gradient update on time-major experience [L, b, ...]."""
+        """One gradient update on time-major experience [L, b, ...]
+        (``rollout_info`` as parameters)."""
         batch_size = tf.shape(experience.step_type)[1]
         if self.use_rollout_state:
             state = tf.nest.map_structure(lambda x: x[0], experience.state)
@@ -531,7 +531,9 @@ class ReplayTrainingMixin(object):
         ``state`` (reset at FIRST steps): ``first_train_step`` (if the
         class has its own), ``train_step``, ``bootstrap_step`` on the last
         row (with ``last_row_only_bootstraps``); the [L, b] ``TrainingInfo``
-        with distributions rebuilt. Run it under the update's tape."""
+        (distributions rebuilt). Only the steps' infos are unrolled; the
+        other fields are the experience's. Run it under the update's
+        tape."""
         length = experience.step_type.shape[0]
         initial_state = self.get_initial_train_state(
             tf.shape(experience.step_type)[1])
@@ -540,44 +542,58 @@ class ReplayTrainingMixin(object):
             exp_t = tf.nest.map_structure(lambda x: x[t], experience)
             state = reset_state_if_necessary(state, initial_state,
                                              exp_t.is_first())
-            exp_t = exp_t._replace(
+            policy_step = step_fn(exp_t._replace(
                 rollout_info=dist_ops.params_to_distributions(
-                    exp_t.rollout_info, self._rollout_info_spec))
-            policy_step = step_fn(exp_t, state)
-            row = TrainingInfo(action=exp_t.action,
-                               step_type=exp_t.step_type,
-                               reward=exp_t.reward,
-                               discount=exp_t.discount,
-                               info=dist_ops.distributions_to_params(
-                                   policy_step.info),
-                               rollout_info=dist_ops.distributions_to_params(
-                                   exp_t.rollout_info),
-                               env_id=exp_t.env_id)
-            return policy_step.state, row
+                    exp_t.rollout_info, self._rollout_info_spec)), state)
+            return policy_step.state, policy_step.info
 
         bootstraps = self.last_row_only_bootstraps
         first_row_fn = None
         if self._has_own_first_train_step():
             first_row_fn = functools.partial(
                 _row, 0, step_fn=self._checked_first_train_step)
-        _, stacked = unroll(
+        _, info = unroll(
             lambda t, state: _row(t, state, self._checked_train_step),
             state,
             num_rows=length - 1 if bootstraps else length,
-            row_spec=training_info_spec(
-                self.action_spec,
-                dist_ops.to_params_spec(self._train_info_spec),
-                dist_ops.to_params_spec(self._rollout_info_spec)),
+            row_spec=self._train_info_spec,
             batch_size=experience.step_type.shape[1],
             final_row_fn=(lambda state: _row(
                 length - 1, state, self._checked_bootstrap_step))
             if bootstraps else None,
             first_row_fn=first_row_fn)
-        return stacked._replace(
-            info=dist_ops.params_to_distributions(stacked.info,
-                                                  self._train_info_spec),
+        return TrainingInfo(
+            action=experience.action, step_type=experience.step_type,
+            reward=experience.reward, discount=experience.discount,
+            info=info, env_id=experience.env_id,
             rollout_info=dist_ops.params_to_distributions(
-                stacked.rollout_info, self._rollout_info_spec))
+                experience.rollout_info, self._rollout_info_spec))
+
+
+def _gather_sequences(experience, index, length):
+    """Sequences ``index`` of time-major experience, time-major.
+
+    Args:
+        experience: nest of [T, B, ...], T a multiple of ``length``; its
+            sequences are numbered env-major, ``b * (T // L) + c`` for steps
+            ``c * L .. c * L + L - 1`` of env ``b``.
+        index: [b] int32 sequence numbers.
+        length: L, a Python int.
+    Returns:
+        nest of [L, b, ...]: one gather, no transpose.
+    """
+    total, batch = tf.nest.flatten(experience)[0].shape[:2]
+    if length == total:
+        return tf.nest.map_structure(lambda x: tf.gather(x, index, axis=1),
+                                     experience)
+    chunks = total // length
+    steps = ((index % chunks) * length)[tf.newaxis] + tf.range(length)[:,
+                                                                    None]
+    flat_index = steps * batch + (index // chunks)[tf.newaxis]
+    return tf.nest.map_structure(
+        lambda x: tf.gather(tf.reshape(x, [total * batch] +
+                                       x.shape[2:].as_list()), flat_index),
+        experience)
 
 
 class TDErrorPriority(object):

@@ -128,7 +128,7 @@ class RLAlgorithm(Algorithm):
 
         Args:
             time_step: ``TimeStep`` or ``Experience`` with [B, ...] or
-                [B, T, ...] leaves.
+                [T, B, ...] leaves.
             update_normalizers: fold this batch into the normalizers'
                 statistics first (drivers do so at rollout; training on
                 replayed data does not).
@@ -154,7 +154,7 @@ class RLAlgorithm(Algorithm):
         normalization, then clipping.
 
         Args:
-            time_step: ``TimeStep`` or ``Experience`` with [B] or [B, T]
+            time_step: ``TimeStep`` or ``Experience`` with [B] or [T, B]
                 ``reward`` and ``step_type``.
             update_normalizers: fold the (shaped) rewards into the reward
                 normalizer's statistics first.
@@ -180,7 +180,7 @@ class RLAlgorithm(Algorithm):
         then normalization.
 
         Args:
-            observation: nest of [B, ...] or [B, T, ...] observations.
+            observation: nest of [B, ...] or [T, B, ...] observations.
             outer_rank: 1 or 2, the number of outer (batch/time) dims.
             update_normalizers: fold them into the observation
                 normalizer's statistics first.

@@ -238,7 +238,7 @@ class TracAlgorithm(OnPolicyAlgorithm):
         """The wrapped ``preprocess_experience`` on the unwrapped info.
 
         Args:
-            experience: ``Experience`` with [B, T, ...] leaves.
+            experience: ``Experience`` with [T, B, ...] leaves.
         Returns:
             The processed experience, ``rollout_info`` wrapped again.
         """

@@ -17,7 +17,7 @@ Data flow:
   its version changed.
 - experience, actors -> learner: one unroll request is in flight per actor;
   the collector ``ray.wait``s on them and moves each ``ActorMessage``
-  (numpy nests, [B, K, ...]) into a bounded queue. While the queue is full
+  (numpy nests, [K, B, ...]) into a bounded queue. While the queue is full
   it requests nothing more (backpressure), so at most ``queue_size +
   num_actors`` messages exist.
 
@@ -690,7 +690,7 @@ class RayActorPool(ActorPool):
         Args:
             timeout: seconds to wait for one.
         Returns:
-            ``ActorMessage`` whose experience is a numpy nest [B, K, ...].
+            ``ActorMessage`` whose experience is a numpy nest [K, B, ...].
         Raises:
             ActorFailedError: an actor failed (naming it and its
                 environments), or none sent a message within ``timeout``.

@@ -233,9 +233,9 @@ class ReplicaRunner(object):
 
         Args:
             update_fn: ``(batch, sample_weights) -> UpdateResult`` on
-                batch-major [b / N, L, ...] experience and [b / N] weights
+                time-major [L, b / N, ...] experience and [b / N] weights
                 (or None).
-            batch: nest of [b, L, ...] tensors, the global mini-batch (the
+            batch: nest of [L, b, ...] tensors, the global mini-batch (the
                 same on every worker).
             sample_weights: [b] float32 importance weights, or None.
         Returns:
@@ -245,7 +245,7 @@ class ReplicaRunner(object):
         Raises:
             ValueError: b is not a multiple of the number of replicas.
         """
-        b = tf.nest.flatten(batch)[0].shape[0]
+        b = tf.nest.flatten(batch)[0].shape[1]
         n = self.num_replicas
         if b is None or b % n:
             raise ValueError(
@@ -253,12 +253,14 @@ class ReplicaRunner(object):
                 " does not split evenly over %d tf.distribute replicas; use "
                 "a multiple of %d" % (b, n, n))
         per = b // n
-        inputs = (batch, () if sample_weights is None else sample_weights)
+        weights = () if sample_weights is None else sample_weights
 
         def _slice(context):
             start = context.replica_id_in_sync_group * per
-            return tf.nest.map_structure(lambda x: x[start:start + per],
-                                         inputs)
+            return (tf.nest.map_structure(
+                lambda x: x[:, start:start + per], batch),
+                    tf.nest.map_structure(lambda x: x[start:start + per],
+                                          weights))
 
         sliced = self._strategy.experimental_distribute_values_from_function(
             _slice)

@@ -278,7 +278,7 @@ class AsyncOffPolicyDriver(object):
         Args:
             num_iterations: the most iterations (>= 1).
             train_fn: ``(steps) -> reduced LossInfo``, called once per
-                iteration with that iteration's steps, batch-major [B, T,
+                iteration with that iteration's steps, time-major [T, B,
                 ...] of one actor (on-policy training uses them; replay
                 training samples its buffer instead). Fixed at first call.
             stop_fn: ``() -> scalar bool``, checked after every iteration.
@@ -332,8 +332,7 @@ class AsyncOffPolicyDriver(object):
                                  (start + i + 1) * length)
                 rows = tf.nest.map_structure(
                     lambda x: tf.ensure_shape(
-                        tf.gather(x, steps, axis=1),
-                        [x.shape[0], length] + x.shape[2:]), exp)
+                        tf.gather(x, steps), [length] + x.shape[1:]), exp)
                 self._observe(rows)
                 if observe_only:
                     return carry, tf.constant(0)
@@ -348,15 +347,12 @@ class AsyncOffPolicyDriver(object):
         return _process
 
     def _observe(self, rows):
-        """Folds [B, T] steps into the metrics, the normalizers'
+        """Folds [T, B] steps into the metrics, the normalizers'
         statistics and the replay buffer, step by step in time order (as
         the synchronous driver does while stepping)."""
-        time_major = tf.nest.map_structure(
-            lambda x: tf.transpose(x, [1, 0] + list(range(2, x.shape.rank))),
-            rows)
 
         def _body(t, token):
-            exp = tf.nest.map_structure(lambda x: x[t], time_major)
+            exp = tf.nest.map_structure(lambda x: x[t], rows)
             time_step = experience_to_time_step(exp)
             ops = [m(time_step, env_ids=exp.env_id) for m in self._metrics]
             transformed = self._algorithm.transform_timestep(
@@ -387,5 +383,5 @@ class AsyncOffPolicyDriver(object):
 
 
 def _num_steps(exp):
-    """K, the steps per environment of a [B, K, ...] message."""
-    return int(tf.nest.flatten(exp)[0].shape[1])
+    """K, the steps per environment of a [K, B, ...] message."""
+    return int(tf.nest.flatten(exp)[0].shape[0])

@@ -6,8 +6,9 @@ One call of ``run()`` executes a compiled ``tf.function`` that
    the policy state of environments at FIRST steps, calls
    ``algorithm.rollout``, steps the environment (one ``tf.numpy_function``
    per batched step for Python environments, none for TF-native ones),
-   updates the metrics and writes a ``TrainingInfo`` row (distributions as
-   their parameters) into ``TensorArray``s,
+   updates the metrics and writes a ``TrainingInfo`` row into
+   ``TensorArray``s (``alf_rl.algorithms.unroll``, which holds
+   distributions as their parameters there),
 3. stacks the arrays into [T, B, ...] ``TrainingInfo`` (distributions
    rebuilt) and calls ``algorithm.train_complete``.
 
@@ -83,7 +84,6 @@ class OnPolicyDriver(Driver):
         self._final_step_mode = final_step_mode
         self._num_traces = 0
         self._info_spec = self._trace_info_spec()
-        self._param_info_spec = dist_ops.to_params_spec(self._info_spec)
         self._variables = algorithm.trainable_variables
         algorithm.build_optimizers()
         self._persistent_tape = len(
@@ -158,8 +158,7 @@ class OnPolicyDriver(Driver):
                             step_type=transformed.step_type,
                             reward=transformed.reward,
                             discount=transformed.discount,
-                            info=dist_ops.distributions_to_params(
-                                policy_step.info),
+                            info=policy_step.info,
                             env_id=transformed.env_id)
         return policy_step, info
 
@@ -187,17 +186,14 @@ class OnPolicyDriver(Driver):
         with tf.GradientTape(watch_accessed_variables=False,
                              persistent=self._persistent_tape) as tape:
             tape.watch(self._variables)
-            (time_step, policy_state), stacked = unroll(
+            (time_step, policy_state), training_info = unroll(
                 _row, (time_step, policy_state),
                 num_rows=self._train_interval,
                 row_spec=training_info_spec(self._algorithm.action_spec,
-                                            self._param_info_spec),
+                                            self._info_spec),
                 batch_size=self._batch_size,
                 final_row_fn=(None if self._final_step_mode == 'none' else
                               _final_row))
-            training_info = stacked._replace(
-                info=dist_ops.params_to_distributions(stacked.info,
-                                                      self._info_spec))
         # The last row only bootstraps the returns of the rows before it.
         valid = valid_step_mask(training_info.step_type)
         valid = mask_last_row(valid)

@@ -4,7 +4,9 @@ A worker owns a batch of B environments and a copy of the learner's
 algorithm (built by the same ``algorithm_ctor``). It steps them with the
 copy's ``rollout`` in a compiled loop and hands back what it collected as
 an ``ActorMessage``: ``Experience`` of B environments over K steps,
-batch-major ``[B, K, ...]``, with the version of the weights it used. It
+time-major ``[K, B, ...]`` as the replay buffer reads it, with the version
+of the weights it used. The loop is ``alf_rl.algorithms.unroll``'s, as in
+the on-policy driver and replay training. It
 never trains and never updates statistics: the learner owns the weights,
 the normalizers' statistics and the metrics (it folds each message into
 them), and publishes its variables to the workers (``set_weights``).
@@ -27,6 +29,7 @@ from typing import Any, List, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
+from alf_rl.algorithms.unroll import unroll
 from alf_rl.data_structures import namedtuple
 from alf_rl.drivers.driver import Driver
 from alf_rl.specs import add_outer_dims
@@ -36,7 +39,7 @@ from alf_rl.utils.nest import Nest
 ActorMessage = namedtuple(
     'ActorMessage',
     [
-        # Experience nest of [B, K, ...] (tensors or numpy arrays); env_id
+        # Experience nest of [K, B, ...] (tensors or numpy arrays); env_id
         # holds global ids: actor_index * B + the local id.
         'experience',
         # int: the learner version of the weights that collected it.
@@ -122,32 +125,20 @@ class _UnrollDriver(Driver):
             exp_spec: the ``Experience`` spec without batch dim
                 (``prepare_off_policy_specs``).
         Returns:
-            ``(next time_step, next policy_state, experience [B, K, ...])``.
+            ``(next time_step, next policy_state, experience [K, B, ...])``.
         """
-        arrays = tf.nest.map_structure(
-            lambda s: tf.TensorArray(s.dtype, size=num_steps,
-                                     element_shape=[self.batch_size] +
-                                     s.shape.as_list()), exp_spec)
 
-        def _body(t, time_step, policy_state, arrays):
+        def _row(t, carry):
+            time_step, policy_state = carry
             _, policy_step, state = self._policy_step(time_step, policy_state)
             exp = self._experience(time_step, policy_step, state)
-            arrays = tf.nest.map_structure(lambda a, x: a.write(t, x),
-                                           arrays, exp)
-            return (t + 1, self._env_step(policy_step.action),
-                    policy_step.state, arrays)
+            return (self._env_step(policy_step.action),
+                    policy_step.state), exp
 
-        _, time_step, policy_state, arrays = tf.while_loop(
-            lambda t, *_: t < num_steps, _body,
-            (tf.constant(0), time_step, policy_state, arrays))
-        exp = tf.nest.map_structure(
-            lambda a: _batch_major(a.stack()), arrays)
+        (time_step, policy_state), exp = unroll(
+            _row, (time_step, policy_state), num_rows=num_steps,
+            row_spec=exp_spec, batch_size=self.batch_size)
         return time_step, policy_state, exp
-
-
-def _batch_major(x):
-    """[K, B, ...] -> [B, K, ...]."""
-    return tf.transpose(x, [1, 0] + list(range(2, x.shape.rank)))
 
 
 class RolloutWorker(object):
@@ -276,8 +267,8 @@ class RolloutWorker(object):
             as_numpy: return numpy arrays (for another process) instead of
                 tensors.
         Returns:
-            ``ActorMessage`` whose experience has [B, unroll_length, ...]
-            leaves.
+            ``ActorMessage`` whose experience has time-major
+            [unroll_length, B, ...] leaves.
         Raises:
             tf.errors.OpError: the environment failed (its exception is in
                 ``self.env.last_error``).

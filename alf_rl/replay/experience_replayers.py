@@ -9,8 +9,8 @@ and ``replay_all`` inside the compiled training step, in different
 ``tf.function`` calls. (ALF's one-time replayer kept the last batch in a
 Python attribute and so only worked eagerly.)
 
-Returned experience is batch-major, ``[B, T, ...]``; the trainer transposes
-it to time-major once.
+Returned experience is time-major, ``[T, B, ...]``, as the buffer reads it
+(see ``ReplayBuffer``): nothing downstream transposes it again.
 """
 
 from typing import Any, Optional, Tuple
@@ -78,13 +78,14 @@ class ExperienceReplayer(tf.Module):
             batch_length: steps per sequence.
 
         Returns:
-            ``(exp, info)``: nest of [batch_size, batch_length, ...] and a
-            ``BatchInfo`` of [batch_size] fields (see ``ReplayBuffer``).
+            ``(exp, info)``: nest of time-major [batch_length, batch_size,
+            ...] and a ``BatchInfo`` of [batch_size] fields (see
+            ``ReplayBuffer``).
         """
         return self._buffer.get_batch(batch_size, batch_length)
 
     def replay_all(self) -> Nest:
-        """All stored steps, nest of [num_envs, T, ...] in time order."""
+        """All stored steps, nest of time-major [T, num_envs, ...]."""
         return self._buffer.gather_all()
 
     def clear(self) -> Any:
@@ -113,7 +114,7 @@ class OnetimeExperienceReplayer(ExperienceReplayer):
 
     For on-policy-style training through the off-policy path (PPO, off-policy
     A2C): each iteration the driver observes T steps of B environments and
-    the algorithm calls ``replay_all()``, which returns them as [B, T, ...]
+    the algorithm calls ``replay_all()``, which returns them as [T, B, ...]
     and clears. Implemented on a ``ReplayBuffer`` with ``max_length`` slots
     per environment rather than TensorArrays, because TensorArrays cannot
     outlive one ``tf.function`` call and the driver's steps and the training
@@ -173,11 +174,12 @@ class OnetimeExperienceReplayer(ExperienceReplayer):
         Args:
             full: promise that every environment was observed exactly
                 ``max_length`` times: then the steps are read whole, with
-                static shapes [B, max_length, ...] and no gather (XLA can
+                static shapes [max_length, B, ...] and no gather (XLA can
                 compile it), and the promise is checked at run time.
 
         Returns:
-            nest of [B, T, ...], T the steps observed per environment.
+            nest of time-major [T, B, ...], T the steps observed per
+            environment.
 
         Raises:
             tf.errors.InvalidArgumentError: if environments were observed a

@@ -20,6 +20,10 @@ A step at position ``p`` lives in slot ``p % max_length``; the stored steps of
 ordered, which is what makes wrap-around-correct ``gather_all`` and sequence
 sampling that never spans the write head simple.
 
+Everything read comes back time-major, ``[L, b, ...]``: the reads gather
+with a time-major matrix of slots (``read_full`` transposes the stored block
+once), so a sampled batch is never transposed again downstream.
+
 Frame stacks stored once (``frame_stack``): an image observation that stacks
 the last N frames along its last axis ([84, 84, 4] in Atari) repeats each
 frame N times over consecutive steps. With ``frame_stack`` naming that leaf,
@@ -148,6 +152,11 @@ def _check_data_spec(data_spec, data_name):
 
 def _deps(*ops):
     return [op for op in ops if op is not None]
+
+
+def _time_major(x):
+    """[E, M, ...] -> [M, E, ...]."""
+    return tf.transpose(x, [1, 0] + list(range(2, x.shape.rank)))
 
 
 class ReplayBuffer(tf.Module):
@@ -494,12 +503,12 @@ class ReplayBuffer(tf.Module):
         """The ``frame_stack`` leaf of ``positions`` of ``env_ids``.
 
         Args:
-            env_ids: [b, L] int64.
-            positions: [b, L] int64, all stored (or at most N - 1 before the
+            env_ids: [L, b] int64 (any shape, the same as ``positions``).
+            positions: [L, b] int64, all stored (or at most N - 1 before the
                 oldest stored step).
 
         Returns:
-            [b, L, ..., N] stacks, oldest frame first.
+            [L, b, ..., N] stacks, oldest frame first.
         """
         frames_var = self._flat_data[self._stack_index]
         source = positions
@@ -534,8 +543,8 @@ class ReplayBuffer(tf.Module):
 
         Returns:
             ``(data, info)``: ``data`` a nest matching ``data_spec`` with
-            [b, L, ...] leaves (batch-major; transpose for time-major use),
-            and ``info`` a ``BatchInfo`` with [b] fields.
+            time-major [L, b, ...] leaves (step ``t`` of sequence ``i`` at
+            ``[t, i]``), and ``info`` a ``BatchInfo`` with [b] fields.
 
         Raises:
             ValueError: if ``batch_length > max_length`` (never samplable).
@@ -609,10 +618,11 @@ class ReplayBuffer(tf.Module):
             length: Python int or [] tensor L.
 
         Returns:
-            nest of [b, L, ...] tensors.
+            nest of time-major [L, b, ...] tensors.
         """
-        steps = positions[:, None] + tf.range(length, dtype=tf.int64)[None, :]
-        envs = tf.broadcast_to(env_ids[:, None], tf.shape(steps))
+        # Slots laid out time-major: the gather returns [L, b, ...] at once.
+        steps = positions[None, :] + tf.range(length, dtype=tf.int64)[:, None]
+        envs = tf.broadcast_to(env_ids[None, :], tf.shape(steps))
         slots = self._slots(envs, steps)
         flat = [
             self._rebuild_stacks(envs, steps) if i == self._stack_index else
@@ -624,9 +634,10 @@ class ReplayBuffer(tf.Module):
         """All stored steps in time order, correct across wrap-around.
 
         Returns:
-            nest matching ``data_spec`` with [num_environments, S, ...]
-            leaves, S the (common) number of stored steps per environment;
-            ``[e, t]`` holds position ``start[e] + t``.
+            nest matching ``data_spec`` with time-major [S,
+            num_environments, ...] leaves, S the (common) number of stored
+            steps per environment; ``[t, e]`` holds position
+            ``start[e] + t``.
 
         Raises:
             tf.errors.InvalidArgumentError: if environments hold different
@@ -650,13 +661,13 @@ class ReplayBuffer(tf.Module):
         and ``max_length`` ``add_batch`` calls, starting from a multiple of
         ``max_length`` steps added).
 
-        A whole-variable read with static shapes (no gather), so it also
-        compiles with XLA (which drops the run-time check); the
-        ``frame_stack`` leaf is rebuilt with gathers.
+        A whole-variable read with static shapes (no gather), transposed
+        once to time-major, so it also compiles with XLA (which drops the
+        run-time check); the ``frame_stack`` leaf is rebuilt with gathers.
 
         Returns:
-            nest matching ``data_spec`` with [num_environments, max_length,
-            ...] leaves, in time order.
+            nest matching ``data_spec`` with time-major [max_length,
+            num_environments, ...] leaves.
 
         Raises:
             tf.errors.InvalidArgumentError: if any environment's stored
@@ -673,16 +684,17 @@ class ReplayBuffer(tf.Module):
                 self.current_size)
             with tf.control_dependencies(_deps(check)):
                 flat = [
-                    None if i == self._stack_index else tf.reshape(
-                        var.value(), [self._num_envs, self._max_length] +
-                        var.shape[1:].as_list())
+                    None if i == self._stack_index else _time_major(
+                        tf.reshape(var.value(),
+                                   [self._num_envs, self._max_length] +
+                                   var.shape[1:].as_list()))
                     for i, var in enumerate(self._flat_data)
                 ]
             if self._stack_index is not None:
-                steps = (self._start[:, None] +
-                         tf.range(self._max_length, dtype=tf.int64)[None, :])
+                steps = (self._start[None, :] +
+                         tf.range(self._max_length, dtype=tf.int64)[:, None])
                 envs = tf.broadcast_to(
-                    tf.range(self._num_envs, dtype=tf.int64)[:, None],
+                    tf.range(self._num_envs, dtype=tf.int64)[None, :],
                     tf.shape(steps))
                 flat[self._stack_index] = self._rebuild_stacks(envs, steps)
             return tf.nest.pack_sequence_as(self._data_spec, flat)

@@ -15,7 +15,7 @@ actors on this and other machines (``actors='ray'``, configured by
   ``num_updates_per_train_step`` mini-batches from it, as the synchronous
   trainer does;
 - on-policy methods trained from replay (``clear_replay_buffer=True``: PPO,
-  A2C): the iteration trains on exactly those [B, T] steps, with their
+  A2C): the iteration trains on exactly those [T, B] steps, with their
   staleness corrected by PPO's ratio to the behaviour policy that collected
   them (stored with the steps), or for A2C by V-trace
   (``ActorCriticLoss.off_policy_correction='vtrace'``).

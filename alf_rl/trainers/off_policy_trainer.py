@@ -215,7 +215,7 @@ class OffPolicyTrainer(Trainer):
 
     def _train_on(self, experience):
         """``num_updates_per_train_step`` epochs of mini-batches over
-        exactly ``experience`` ([B, T, ...], batch-major): on-policy
+        exactly ``experience`` ([T, B, ...], time-major): on-policy
         methods trained from replay (``clear_replay_buffer``)."""
         r = self._config.replay
         return self._algorithm.train(

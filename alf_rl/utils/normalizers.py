@@ -21,7 +21,7 @@ class _Normalizer(tf.Module):
     """Shared machinery: per-leaf mean/variance variables and normalize().
 
     ``uses_step_type`` (a class attribute) declares whether ``update``
-    takes the [B] or [B, T] step types (``update(x, step_type=...)``):
+    takes the [B] or [T, B] step types (``update(x, step_type=...)``):
     ``RLAlgorithm`` passes them only to normalizers that declare it.
 
     Args:
@@ -72,7 +72,7 @@ class _Normalizer(tf.Module):
 
         Args:
             nest: nest of tensors with ``outer_rank`` leading dims
-                ([B, ...] or [B, T, ...]) matching the spec.
+                ([B, ...] or [T, B, ...]) matching the spec.
             outer_rank: number of leading dims.
         Returns:
             float32 nest, same structure and shapes.
@@ -97,7 +97,7 @@ def update_reward_normalizer(normalizer: '_Normalizer', reward: tf.Tensor,
 
     Args:
         normalizer: a normalizer of scalar rewards.
-        reward: [B] (or [B, T]) float32 rewards.
+        reward: [B] (or [T, B]) float32 rewards.
         step_type: int32 step types shaped like ``reward``.
     """
     if normalizer.uses_step_type:
@@ -204,7 +204,7 @@ class EMAMeanVarNormalizer(_Normalizer):
 
         Args:
             nest: nest of tensors with ``outer_rank`` leading dims
-                ([B, ...] or [B, T, ...]) matching the spec.
+                ([B, ...] or [T, B, ...]) matching the spec.
             outer_rank: number of leading dims reduced over.
         """
         rate = tf.where(self._initialized, self._rate, 1.0)
@@ -220,7 +220,7 @@ class EMAMeanVarNormalizer(_Normalizer):
 
 @gin.configurable
 class AdaptiveScalarNormalizer(EMAMeanVarNormalizer):
-    """EMA normalizer of a scalar per step (e.g. rewards, [B] or [B, T]).
+    """EMA normalizer of a scalar per step (e.g. rewards, [B] or [T, B]).
 
     With ``center_mean`` it returns ``(x - mean) / std``. Without (the
     default, which keeps the sign of rewards) it only scales, by the root
@@ -245,10 +245,10 @@ class AdaptiveScalarNormalizer(EMAMeanVarNormalizer):
 
     def normalize(self, x: tf.Tensor,
                   outer_rank: Optional[int] = None) -> tf.Tensor:
-        """Normalizes [B] or [B, T] scalars (any outer rank).
+        """Normalizes [B] or [T, B] scalars (any outer rank).
 
         Args:
-            x: [B] or [B, T] (any shape) rewards or other scalars.
+            x: [B] or [T, B] (any shape) rewards or other scalars.
             outer_rank: unused: every dim of ``x`` is an outer dim.
 
         Returns:
@@ -261,10 +261,10 @@ class AdaptiveScalarNormalizer(EMAMeanVarNormalizer):
         return self._clip(x / tf.sqrt(var + tf.square(mean) + self._epsilon))
 
     def update(self, x: tf.Tensor, outer_rank: Optional[int] = None) -> None:
-        """Folds [B] or [B, T] scalars into the statistics.
+        """Folds [B] or [T, B] scalars into the statistics.
 
         Args:
-            x: [B] or [B, T] (any shape) scalars, all folded in.
+            x: [B] or [T, B] (any shape) scalars, all folded in.
             outer_rank: unused: every dim of ``x`` is an outer dim.
         """
         x = tf.cast(x, tf.float32)
@@ -315,10 +315,10 @@ class ReturnScaleNormalizer(StreamingMeanVarNormalizer):
 
     def normalize(self, x: tf.Tensor,
                   outer_rank: Optional[int] = None) -> tf.Tensor:
-        """Scales [B] or [B, T] rewards (any outer rank); no update.
+        """Scales [B] or [T, B] rewards (any outer rank); no update.
 
         Args:
-            x: [B] or [B, T] (any shape) rewards.
+            x: [B] or [T, B] (any shape) rewards.
             outer_rank: unused: every dim of ``x`` is an outer dim.
 
         Returns:

@@ -31,7 +31,8 @@ def policy_unittest_env() -> Callable[..., TFPyEnvironment]:
 
 @pytest.fixture
 def collect_experience() -> Callable[[Any, Any, int], Experience]:
-    """``collect(algorithm, env, num_steps) -> Experience [B, num_steps]``.
+    """``collect(algorithm, env, num_steps) -> Experience [num_steps, B]``
+    (time-major, as the replay buffer reads it).
 
     Rolls ``algorithm.rollout`` out eagerly from ``env.reset()``, resetting
     the rollout state at FIRST steps, as a replay buffer stores it:
@@ -58,7 +59,7 @@ def collect_experience() -> Callable[[Any, Any, int], Experience]:
                                         state if keep_state else ()))
             state = policy_step.state
             time_step = env.step(algorithm.env_action(policy_step.action))
-        return tf.nest.map_structure(lambda *x: tf.stack(x, axis=1), *rows)
+        return tf.nest.map_structure(lambda *x: tf.stack(x), *rows)
 
     return collect
 

@@ -38,7 +38,7 @@ def _ddpg(env, **kwargs):
 
 
 def _collect(alg, env, num_steps):
-    """Rolls ``alg`` out for ``num_steps``; Experience [B, num_steps]."""
+    """Rolls ``alg`` out for ``num_steps``; Experience [num_steps, B]."""
     time_step = env.reset()
     state = alg.get_initial_rollout_state(env.batch_size)
     initial = state
@@ -54,7 +54,7 @@ def _collect(alg, env, num_steps):
                     policy_step.info)), ()))
         state = policy_step.state
         time_step = env.step(policy_step.action)
-    return tf.nest.map_structure(lambda *x: tf.stack(x, 1), *rows)
+    return tf.nest.map_structure(lambda *x: tf.stack(x), *rows)
 
 
 def _values(variables):
@@ -186,7 +186,7 @@ def test_actor_loss_does_not_reach_the_critic():
     env = _env()
     alg = _ddpg(env)
     exp = _collect(alg, env, 4)
-    exp_t = tf.nest.map_structure(lambda x: x[:, 0], exp)
+    exp_t = tf.nest.map_structure(lambda x: x[0], exp)
     critic_vars = alg._critic_networks[0].trainable_variables
     with tf.GradientTape() as tape:
         info = alg.train_step(exp_t, ()).info

@@ -28,7 +28,7 @@ def _make_dqn(env, **kwargs):
 
 
 def _collect(alg, env, time_step, num_steps, policy=None):
-    """Rolls out ``num_steps``; returns (Experience [B, T], last time step)."""
+    """Rolls out ``num_steps``; returns (Experience [T, B], last time step)."""
     policy = policy or alg.rollout
     exps = []
     state = alg.get_initial_rollout_state(env.batch_size)
@@ -38,7 +38,7 @@ def _collect(alg, env, time_step, num_steps, policy=None):
             make_experience(time_step, step._replace(
                 info=dist_ops.distributions_to_params(step.info)), state))
         time_step = env.step(step.action)
-    exp = tf.nest.map_structure(lambda *x: tf.stack(x, axis=1), *exps)
+    exp = tf.nest.map_structure(lambda *x: tf.stack(x), *exps)
     return exp._replace(state=()), time_step
 
 
@@ -75,7 +75,7 @@ def test_one_training_step_on_a_fixed_batch():
     env = TFPyEnvironment(PolicyUnittestEnv(4, 5))
     alg = _make_dqn(env, target_update_period=2)
     exp, _ = _collect(alg, env, env.reset(), 6)
-    assert exp.step_type.shape == (4, 6)
+    assert exp.step_type.shape == (6, 4)
     variables = alg.trainable_variables
     assert len(variables) == 4  # online network only
     before = [v.numpy().copy() for v in variables]
@@ -142,7 +142,7 @@ def test_double_q_uses_online_argmax():
     for v in alg._target_q_network.variables:
         v.assign(v + tf.random.normal(v.shape))
     exp, _ = _collect(alg, env, env.reset(), 1)
-    exp = tf.nest.map_structure(lambda x: x[:, 0], exp)
+    exp = tf.nest.map_structure(lambda x: x[0], exp)
     info = alg.train_step(exp, ()).info
     q, _ = alg._q_network(exp.observation)
     tq, _ = alg._target_q_network(exp.observation)
@@ -166,7 +166,7 @@ def test_bootstrap_step_is_train_steps_target_without_online_q(double_q):
     for v in alg._target_q_network.variables:
         v.assign(v + tf.random.normal(v.shape))
     exp, _ = _collect(alg, env, env.reset(), 1)
-    exp = tf.nest.map_structure(lambda x: x[:, 0], exp)
+    exp = tf.nest.map_structure(lambda x: x[0], exp)
     full = alg.train_step(exp, ())
     calls = []
     online = alg._q_network

@@ -298,7 +298,7 @@ def test_ppo_forwards_entropy_target_ctor():
         steps.append(exp._replace(rollout_info=dist_ops.
                                   distributions_to_params(exp.rollout_info)))
         time_step = env.step(policy_step.action)
-    exp = tf.nest.map_structure(lambda *x: tf.stack(x, axis=1), *steps)
+    exp = tf.nest.map_structure(lambda *x: tf.stack(x), *steps)
     alpha = float(alg.entropy_target.alpha)
     loss_info = alg.train(exp, mini_batch_length=1)
     assert np.isfinite(float(loss_info.loss))
@@ -338,7 +338,7 @@ def test_sac_with_entropy_target_trains_one_step():
         steps.append(exp._replace(rollout_info=dist_ops.
                                   distributions_to_params(exp.rollout_info)))
         time_step = env.step(policy_step.action)
-    exp = tf.nest.map_structure(lambda *x: tf.stack(x, axis=1), *steps)
+    exp = tf.nest.map_structure(lambda *x: tf.stack(x), *steps)
     before = [v.numpy().copy() for v in alg.trainable_variables]
     loss_info = alg.train(exp, mini_batch_length=2)
     assert np.isfinite(float(loss_info.loss))

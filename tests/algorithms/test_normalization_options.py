@@ -73,7 +73,7 @@ def test_replay_training_does_not_update_statistics():
         steps.append(make_experience(ts, step._replace(
             info=dist_ops.distributions_to_params(step.info)), ()))
         ts = env.step(step.action)
-    experience = tf.nest.map_structure(lambda *x: tf.stack(x, 1), *steps)
+    experience = tf.nest.map_structure(lambda *x: tf.stack(x), *steps)
     count = float(alg._observation_normalizer.count)
     mean = alg._observation_normalizer.mean.numpy().copy()
     loss = alg.train(experience)

@@ -151,37 +151,43 @@ def test_preprocess_experience_matches_value_ops_gae():
     reward = tf.constant([[0., 1., 2., 3., 0., 1.], [1., 0., 1., 0., 1., 0.]])
     discount = tf.constant([[1., 1., 1., 0., 1., 1.], [1.] * 6])
     value = tf.constant([[.5, .4, .3, .2, .1, .6], [1., 2., 3., 4., 5., 6.]])
-    zeros = tf.zeros([2, 6])
-    exp = Experience(step_type=step_type, reward=reward, discount=discount,
-                     observation=tf.zeros([2, 6, 2]), prev_action=zeros,
-                     env_id=tf.zeros([2, 6], tf.int32), action=zeros,
+    zeros = tf.zeros([6, 2])
+    # Written [B, T] above for reading; preprocess_experience takes the
+    # time-major [T, B] experience, its results are read back as [B, T].
+    exp = Experience(step_type=tf.transpose(step_type),
+                     reward=tf.transpose(reward),
+                     discount=tf.transpose(discount),
+                     observation=tf.zeros([6, 2, 2]), prev_action=zeros,
+                     env_id=tf.zeros([6, 2], tf.int32), action=zeros,
                      rollout_info=PPOInfo(
                          action_distribution=_categorical(zeros + 0.5),
-                         value=value, returns=zeros, advantages=zeros),
+                         value=tf.transpose(value), returns=zeros,
+                         advantages=zeros),
                      state=())
     out = alg.preprocess_experience(exp)
     expected = value_ops.generalized_advantage_estimation(
         tf.transpose(reward), tf.transpose(value), tf.transpose(step_type),
         tf.transpose(discount) * 0.9, 0.7)
-    adv = out.rollout_info.advantages.numpy()
+    adv = out.rollout_info.advantages.numpy().T
     np.testing.assert_allclose(adv[:, :-1], tf.transpose(expected),
                                rtol=1e-6)
     np.testing.assert_array_equal(adv[:, -1], 0.0)
     # Hand check, env 0: A_2 = r_3 + d_3 * 0.9 * v_3 - v_2 = 3 - 0.3.
     np.testing.assert_allclose(adv[0, 2], 2.7, rtol=1e-6)
-    np.testing.assert_allclose(out.rollout_info.returns.numpy(),
+    np.testing.assert_allclose(out.rollout_info.returns.numpy().T,
                                adv + value.numpy(), rtol=1e-6)
     # The last column has no successor: marked LAST so it is masked.
-    np.testing.assert_array_equal(out.step_type.numpy()[:, :-1],
+    np.testing.assert_array_equal(out.step_type.numpy().T[:, :-1],
                                   step_type.numpy()[:, :-1])
-    np.testing.assert_array_equal(out.step_type.numpy()[:, -1], [L, L])
+    np.testing.assert_array_equal(out.step_type.numpy()[-1], [L, L])
     # lambda = 1: A = discounted return - value (a value_ops identity).
     alg1 = PPOAlgorithm(tf.TensorSpec([2]), _discrete_spec(),
                         loss=PPOLoss(gamma=0.9, td_lambda=1.0))
     ret = value_ops.discounted_return(reward, value, step_type,
                                       discount * 0.9, time_major=False)
     np.testing.assert_allclose(
-        alg1.preprocess_experience(exp).rollout_info.advantages[:, :-1],
+        alg1.preprocess_experience(exp).rollout_info.advantages.numpy().T[
+            :, :-1],
         ret - value[:, :-1], rtol=1e-5, atol=1e-6)
 
 
@@ -201,7 +207,7 @@ def _make_ppo(env, lr=1e-3, **loss_kwargs):
 
 
 def _collect(alg, env, time_step, state, num_steps, policy=None):
-    """Rolls out; returns (Experience [B, T] as stored, time step, state)."""
+    """Rolls out; returns (Experience [T, B] as replayed, time step, state)."""
     policy = policy or alg.rollout
     exps = []
     for _ in range(num_steps):
@@ -211,7 +217,7 @@ def _collect(alg, env, time_step, state, num_steps, policy=None):
             exp.rollout_info)))
         state = step.state
         time_step = env.step(alg.env_action(step.action))
-    exp = tf.nest.map_structure(lambda *x: tf.stack(x, axis=1), *exps)
+    exp = tf.nest.map_structure(lambda *x: tf.stack(x), *exps)
     return exp, time_step, state
 
 

@@ -165,7 +165,7 @@ def _rnn_ppo_return(networks, recurrent, seed, iterations=30, batch_size=32):
 
     def _train():
         exp = tf.nest.map_structure(
-            lambda x: tf.ensure_shape(x, [batch_size, unroll] + x.shape[
+            lambda x: tf.ensure_shape(x, [unroll, batch_size] + x.shape[
                 2:].as_list()), replayer.replay_all())
         # Whole unrolls as sequences: the state of the first step is the
         # stored rollout state, later steps carry the LSTM state forward.

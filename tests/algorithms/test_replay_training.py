@@ -23,7 +23,7 @@ from alf_rl.utils.common import set_random_seed
 
 
 def _collect(alg, env, num_steps):
-    """Rolls out ``num_steps``; returns Experience [B, T]."""
+    """Rolls out ``num_steps``; returns time-major Experience [T, B]."""
     time_step = env.reset()
     exps = []
     state = alg.get_initial_rollout_state(env.batch_size)
@@ -33,7 +33,7 @@ def _collect(alg, env, num_steps):
             info=dist_ops.distributions_to_params(step.info)), state))
         time_step = env.step(step.action)
         state = step.state
-    exp = tf.nest.map_structure(lambda *x: tf.stack(x, axis=1), *exps)
+    exp = tf.nest.map_structure(lambda *x: tf.stack(x), *exps)
     return exp._replace(state=())
 
 
@@ -204,3 +204,93 @@ def test_update_cost_benchmark_runs_small(capsys):
                 sum([['--gin_param', p] for p in params], []))
     out = capsys.readouterr().out
     assert '| `dqn_cart_pole.gin` | [8, 2] |' in out
+
+
+def test_mini_batches_are_gathered_time_major_in_sequence_order():
+    """Sequences of a [T, B] batch are numbered env-major (b * T/L + c),
+    the order sequences of batch-major storage had, so shuffled epochs
+    draw the same sequences; each comes back [L, b], untransposed."""
+    from alf_rl.algorithms.replay_training import _gather_sequences
+    # value = 10 * env + step, [T=4, B=3]
+    values = 10 * np.arange(3)[None, :] + np.arange(4)[:, None]
+    exp = {'x': tf.constant(values), 'y': tf.constant(values)[..., None]}
+    # Sequences of L=2: 0 = env 0 steps 0-1, 1 = env 0 steps 2-3,
+    # 2 = env 1 steps 0-1, ... 5 = env 2 steps 2-3.
+    out = _gather_sequences(exp, tf.constant([5, 0, 3]), 2)
+    np.testing.assert_array_equal(out['x'], [[22, 0, 12], [23, 1, 13]])
+    assert out['y'].shape == (2, 3, 1)
+    # Whole sequences (L = T): a gather along B.
+    out = _gather_sequences(exp, tf.constant([2, 0]), 4)
+    np.testing.assert_array_equal(out['x'], values[:, [2, 0]])
+
+
+def test_unroll_rebuilds_distributions_from_its_arrays():
+    """Rows may hold distributions: they travel as parameters and come
+    back rebuilt, in Python rows and in the while loop alike."""
+    import tensorflow_probability as tfp
+    spec = dist_ops.extract_spec(
+        {'d': tfp.distributions.Normal(tf.zeros([3, 2]), tf.ones([3, 2])),
+         'v': tf.zeros([3])})
+
+    def _row(t, carry):
+        loc = tf.fill([3, 2], tf.cast(t, tf.float32))
+        return carry, {'d': tfp.distributions.Normal(loc, loc + 1.),
+                       'v': tf.fill([3], tf.cast(t, tf.float32))}
+
+    for num_rows in (MAX_PYTHON_ROWS, 4):
+        _, rows = tf.function(lambda: unroll(_row, (), num_rows, spec, 3),
+                              autograph=False)()
+        assert isinstance(rows['d'], tfp.distributions.Normal)
+        np.testing.assert_array_equal(rows['d'].loc[:, 0, 0],
+                                      np.arange(num_rows))
+        np.testing.assert_array_equal(rows['d'].scale[:, 1, 1],
+                                      np.arange(num_rows) + 1.)
+        np.testing.assert_array_equal(rows['v'][:, 2], np.arange(num_rows))
+
+
+def test_one_update_converts_distributions_once_per_row_function(
+        monkeypatch):
+    """Counts, in one traced update of an actor-critic (behaviour and
+    train infos hold distributions), the calls that turn distributions
+    into parameters and back. Rows carry only the step's info (one
+    conversion per row function: the first-train/train row and the
+    bootstrap row); the experience's fields are used as they are."""
+    import tensorflow_probability as tfp
+    counts = {'to_params': 0, 'to_distributions': 0}
+    to_params = dist_ops.distributions_to_params
+    to_distributions = dist_ops.params_to_distributions
+
+    def _to_params(nest):
+        if any(isinstance(x, tfp.distributions.Distribution)
+               for x in tf.nest.flatten(nest)):
+            counts['to_params'] += 1
+        return to_params(nest)
+
+    def _to_distributions(nest, specs):
+        if any(isinstance(s, dist_ops.DistributionSpec)
+               for s in tf.nest.flatten(specs)):
+            counts['to_distributions'] += 1
+        return to_distributions(nest, specs)
+
+    set_random_seed(0)
+    env = TFPyEnvironment(PolicyUnittestEnv(4, 5))
+    alg = ActorCriticAlgorithm(
+        env.observation_spec(), env.action_spec(),
+        actor_network_ctor=lambda o, a: ActorDistributionNetwork(
+            o, a, fc_layer_params=(8, )),
+        value_network_ctor=lambda o: ValueNetwork(o, fc_layer_params=(8, )),
+        optimizer=tf_keras.optimizers.Adam(1e-2))
+    alg.prepare_off_policy_specs()
+    exp = _collect(alg, env, 6)
+    monkeypatch.setattr(dist_ops, 'distributions_to_params', _to_params)
+    monkeypatch.setattr(dist_ops, 'params_to_distributions',
+                        _to_distributions)
+    alg.build_optimizers()
+    fn = tf.function(lambda e: alg.train(e).loss, autograph=False)
+    fn.get_concrete_function(exp)  # may trace twice (creates slots)
+    traces = fn.experimental_get_tracing_count()
+    # Per trace: preprocess (to distributions for the hooks and back), the
+    # loop's row and the bootstrap row (to distributions for the step, its
+    # info to parameters), the stacked info and the batch's rollout info.
+    assert counts == {'to_params': 3 * traces,
+                      'to_distributions': 5 * traces}, (counts, traces)

@@ -48,7 +48,7 @@ def _make_alg(action_spec, lr=1e-3, hidden=(16, ), **kwargs):
 
 
 def _rollout_experience(alg, env, num_steps):
-    """[B, num_steps] Experience collected with ``alg.rollout``."""
+    """[num_steps, B] Experience collected with ``alg.rollout``."""
     time_step = env.reset()
     steps = []
     for _ in range(num_steps):
@@ -57,7 +57,7 @@ def _rollout_experience(alg, env, num_steps):
         steps.append(exp._replace(rollout_info=dist_ops.
                                   distributions_to_params(exp.rollout_info)))
         time_step = env.step(policy_step.action)
-    return tf.nest.map_structure(lambda *x: tf.stack(x, axis=1), *steps)
+    return tf.nest.map_structure(lambda *x: tf.stack(x), *steps)
 
 
 def _values(variables):
@@ -155,7 +155,7 @@ def test_each_loss_reaches_only_its_own_variables(action_type):
     env = TFPyEnvironment(PolicyUnittestEnv(4, 3, action_type=action_type))
     alg = _make_alg(env.action_spec())
     exp = _rollout_experience(alg, env, 1)
-    exp = tf.nest.map_structure(lambda x: x[:, 0], exp)
+    exp = tf.nest.map_structure(lambda x: x[0], exp)
     actor = list(alg._actor_network.trainable_variables)
     critics = (list(alg._critic1.trainable_variables) +
                list(alg._critic2.trainable_variables))

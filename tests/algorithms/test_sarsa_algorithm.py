@@ -30,7 +30,7 @@ def _make_sarsa(env, **kwargs):
 
 
 def _collect(alg, env, time_step, state, num_steps, policy=None):
-    """Rolls out; returns (Experience [B, T], last time step, state)."""
+    """Rolls out; returns (Experience [T, B], last time step, state)."""
     policy = policy or alg.rollout
     exps = []
     for _ in range(num_steps):
@@ -38,7 +38,7 @@ def _collect(alg, env, time_step, state, num_steps, policy=None):
         exps.append(make_experience(time_step, step, ()))
         state = step.state
         time_step = env.step(step.action)
-    exp = tf.nest.map_structure(lambda *x: tf.stack(x, axis=1), *exps)
+    exp = tf.nest.map_structure(lambda *x: tf.stack(x), *exps)
     return exp, time_step, state
 
 
@@ -71,7 +71,7 @@ def test_train_step_evaluates_target_critic_at_stored_action():
         v.assign(v + 0.1 * tf.random.normal(v.shape))
     exp, _, _ = _collect(alg, env, env.reset(),
                          alg.get_initial_rollout_state(8), 1)
-    exp = tf.nest.map_structure(lambda x: x[:, 0], exp)
+    exp = tf.nest.map_structure(lambda x: x[0], exp)
     info = alg.train_step(exp, ()).info
     expected, _ = alg._target_critic_network((exp.observation, exp.action))
     np.testing.assert_allclose(info.target_critic, expected, rtol=1e-6)
@@ -110,7 +110,7 @@ def test_actor_loss_does_not_reach_the_critic():
     alg = _make_sarsa(env)
     exp, _, _ = _collect(alg, env, env.reset(),
                          alg.get_initial_rollout_state(4), 1)
-    exp = tf.nest.map_structure(lambda x: x[:, 0], exp)
+    exp = tf.nest.map_structure(lambda x: x[0], exp)
     with tf.GradientTape(persistent=True) as tape:
         info = alg.train_step(exp, ()).info
         actor_loss = tf.reduce_sum(info.actor_loss)

@@ -38,7 +38,7 @@ def _td3(env, **kwargs):
 
 
 def _collect(alg, env, num_steps):
-    """Rolls ``alg`` out for ``num_steps``; Experience [B, num_steps]."""
+    """Rolls ``alg`` out for ``num_steps``; Experience [num_steps, B]."""
     time_step = env.reset()
     state = alg.get_initial_rollout_state(env.batch_size)
     rows = []
@@ -51,7 +51,7 @@ def _collect(alg, env, num_steps):
                     policy_step.info)), ()))
         state = policy_step.state
         time_step = env.step(policy_step.action)
-    return tf.nest.map_structure(lambda *x: tf.stack(x, 1), *rows)
+    return tf.nest.map_structure(lambda *x: tf.stack(x), *rows)
 
 
 def _values(variables):
@@ -128,7 +128,7 @@ def test_target_value_is_min_of_twin_target_critics():
     env = _env()
     alg = _td3(env, target_policy_noise=0.0)
     exp = _collect(alg, env, 3)
-    exp_t = tf.nest.map_structure(lambda x: x[:, 1], exp)
+    exp_t = tf.nest.map_structure(lambda x: x[1], exp)
     info = alg.train_step(exp_t, ()).info
     assert info.critic.shape == (4, 2)
     target_action, _ = alg._target_actor_network(exp_t.observation)

@@ -178,7 +178,7 @@ def test_ppo_through_replay_training():
         steps.append(exp._replace(
             rollout_info=dist_ops.distributions_to_params(exp.rollout_info)))
         time_step = env.step(step.action)
-    exp = tf.nest.map_structure(lambda *x: tf.stack(x, axis=1), *steps)
+    exp = tf.nest.map_structure(lambda *x: tf.stack(x), *steps)
     loss_info = trac.train(exp, num_updates=2, mini_batch_size=16,
                            mini_batch_length=1)
     assert np.isfinite(float(loss_info.loss))

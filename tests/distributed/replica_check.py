@@ -111,9 +111,9 @@ def _experience(alg, action_type):
             info=dist_ops.distributions_to_params(step.info))
         rows.append(make_experience(time_step, step, ()))
         time_step = env.step(step.action)
-    exp = tf.nest.map_structure(lambda *x: tf.stack(x, axis=1), *rows)
-    last = np.zeros([8, 4], bool)
-    last[0, 0] = last[1, 1] = last[2, 0] = last[3, 2] = last[6, 1] = True
+    exp = tf.nest.map_structure(lambda *x: tf.stack(x), *rows)
+    last = np.zeros([4, 8], bool)  # time-major [T, B]
+    last[0, 0] = last[1, 1] = last[0, 2] = last[2, 3] = last[1, 6] = True
     step_type = tf.where(last, tf.cast(StepType.LAST, exp.step_type.dtype),
                          exp.step_type)
     return exp._replace(step_type=step_type)

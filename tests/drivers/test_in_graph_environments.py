@@ -438,8 +438,9 @@ def test_read_full_equals_gather_all_over_clear_cycles():
                                       [4 * cycle + 4] * 3)
         full = buffer.read_full()
         _assert_nest_equal(full, buffer.gather_all())
-        code = 100 * cycle + 10 * np.arange(4)[None, :] + np.arange(3)[:,
-                                                                        None]
+        # Time-major [T, E]: step t of env e at [t, e].
+        code = 100 * cycle + 10 * np.arange(4)[:, None] + np.arange(3)[None,
+                                                                        :]
         np.testing.assert_array_equal(full['n'], code)
         np.testing.assert_array_equal(full['x'][..., 1], -code)
         buffer.clear()
@@ -452,7 +453,7 @@ def test_read_full_after_wrap_around_without_clear():
         buffer.add_batch(*_step(0, t, 2))
     full = buffer.read_full()
     _assert_nest_equal(full, buffer.gather_all())
-    np.testing.assert_array_equal(full['n'][0], [30, 40, 50])
+    np.testing.assert_array_equal(full['n'][:, 0], [30, 40, 50])
 
 
 def test_read_full_rejects_a_buffer_that_is_not_full():
@@ -476,7 +477,7 @@ def test_read_full_rejects_a_buffer_that_is_not_full():
     for t in range(4):
         buffer.add_batch(*_step(2, t, 2))
     np.testing.assert_array_equal(buffer.current_size, [4, 4])
-    assert buffer.gather_all()['n'].shape == [2, 4]
+    assert buffer.gather_all()['n'].shape == [4, 2]
     with pytest.raises(tf.errors.InvalidArgumentError, match='read_full'):
         buffer.read_full()
 
@@ -491,9 +492,9 @@ def test_replay_all_full_under_xla():
             observe(_step(cycle, t, 3)[0])
         np.testing.assert_array_equal(replayer.buffer.current_size, [2] * 3)
         exp = replay()
-        assert exp['x'].shape == [3, 2, 2]
-        code = 100 * cycle + 10 * np.arange(2)[None, :] + np.arange(3)[:,
-                                                                        None]
+        assert exp['x'].shape == [2, 3, 2]
+        code = 100 * cycle + 10 * np.arange(2)[:, None] + np.arange(3)[None,
+                                                                        :]
         np.testing.assert_array_equal(exp['n'], code)
         np.testing.assert_array_equal(exp['x'][..., 0], code)
         # Cleared: the next iteration starts empty.

@@ -51,20 +51,20 @@ def test_worker_acts_with_the_published_weights():
     message = worker.unroll(as_numpy=True)
     exp = message.experience
     assert (message.policy_version, message.actor_index) == (11, 2)
-    assert exp.step_type.shape == (3, 4)
+    # Time-major [K, B], as the replay buffer reads it.
+    assert exp.step_type.shape == (4, 3)
     # Global environment ids: actor 2 of batch 3 holds envs 6, 7, 8.
-    np.testing.assert_array_equal(exp.env_id, [[6] * 4, [7] * 4, [8] * 4])
+    np.testing.assert_array_equal(exp.env_id, [[6, 7, 8]] * 4)
     # The stored behaviour distribution is the learner's on the same
     # (normalized) observations: the worker acts with its weights.
-    time_step = tf.nest.map_structure(lambda x: tf.constant(x[:, 0]),
-                                      exp)
+    time_step = tf.nest.map_structure(lambda x: tf.constant(x[0]), exp)
     from alf_rl.data_structures import experience_to_time_step
     step = learner.rollout(learner.transform_timestep(
         experience_to_time_step(time_step)),
                            learner.get_initial_rollout_state(3))
     expected = dist_ops.distributions_to_params(step.info).action_distribution
     np.testing.assert_allclose(
-        tf.nest.flatten(exp.rollout_info.action_distribution)[0][:, 0],
+        tf.nest.flatten(exp.rollout_info.action_distribution)[0][0],
         tf.nest.flatten(expected)[0].numpy(), rtol=1e-5)
     # The worker never updates statistics: its normalizer equals the
     # learner's after stepping.

@@ -251,9 +251,9 @@ def test_python_environment_restarts_episodes_and_continues_the_rest(
     # every environment (the initial collection stored 8 steps / 2 envs = 4
     # rows, then each iteration unroll_length rows).
     row = 4 + _OFF_POLICY['unroll_length'] * (N // 2)
-    step_type = stored.step_type.numpy()  # [B, S]
-    assert (step_type[:, row] == StepType.FIRST).all()
-    assert step_type.shape[1] > row
+    step_type = stored.step_type.numpy()  # [S, B]
+    assert (step_type[row] == StepType.FIRST).all()
+    assert step_type.shape[0] > row
     assert resumed['iterations'] == N
     # The rest continues as in the straight run: the same random numbers
     # (the generators advance by the draws, not by what the environment

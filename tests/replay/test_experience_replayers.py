@@ -42,11 +42,12 @@ def test_onetime_replayer_returns_this_iterations_steps_in_graphs():
     for t in range(4):
         observe(_exp(t, env_ids=(2, 0, 1) if t % 2 else (0, 1, 2)))
     exp = replay_all()
-    assert exp.reward.shape == (3, 4)
+    # Time-major [T, B]: step t of env e at [t, e].
+    assert exp.reward.shape == (4, 3)
     np.testing.assert_array_equal(exp.reward,
-                                  [[0, 1, 2, 3], [10, 11, 12, 13],
-                                   [20, 21, 22, 23]])
-    np.testing.assert_array_equal(exp.env_id, [[0] * 4, [1] * 4, [2] * 4])
+                                  [[0, 10, 20], [1, 11, 21], [2, 12, 22],
+                                   [3, 13, 23]])
+    np.testing.assert_array_equal(exp.env_id, [[0, 1, 2]] * 4)
     np.testing.assert_array_equal(replayer.buffer.current_size, [0, 0, 0])
     # Next iteration: a shorter unroll, only its own steps come back (the
     # ring head is now mid-buffer).
@@ -54,7 +55,7 @@ def test_onetime_replayer_returns_this_iterations_steps_in_graphs():
         observe(_exp(t))
     exp = replay_all()
     np.testing.assert_array_equal(exp.observation['image'][:, :, 0, 0],
-                                  [[10, 11, 12]] * 3)
+                                  [[10] * 3, [11] * 3, [12] * 3])
     assert traces == {'observe': 1, 'replay': 1}
 
 
@@ -65,7 +66,7 @@ def test_onetime_replayer_refuses_to_drop_steps():
     with pytest.raises(tf.errors.InvalidArgumentError,
                        match=r'more than max_length=2 steps.*\[2 2 2\]'):
         replayer.observe(_exp(2))
-    np.testing.assert_array_equal(replayer.replay_all().reward[:, -1],
+    np.testing.assert_array_equal(replayer.replay_all().reward[-1],
                                   [1, 11, 21])
 
 
@@ -77,14 +78,14 @@ def test_uniform_replayer_observe_replay_clear():
     for t in range(5):
         replayer.observe(_exp(t, env_ids=(1, 2, 0)))
     exp, info = replayer.replay(batch_size=6, batch_length=2)
-    assert exp.reward.shape == (6, 2) and exp.observation['image'].shape == (
-        6, 2, 2, 2)
+    assert exp.reward.shape == (2, 6) and exp.observation['image'].shape == (
+        2, 6, 2, 2)
     np.testing.assert_array_equal(
-        exp.reward, 10. * info.env_ids.numpy()[:, None] +
-        info.positions.numpy()[:, None] + np.arange(2))
+        exp.reward, 10. * info.env_ids.numpy()[None, :] +
+        info.positions.numpy()[None, :] + np.arange(2)[:, None])
     replayer.update_priority(info.env_ids, info.positions, tf.ones([6]))
     np.testing.assert_array_equal(replayer.replay_all().reward,
-                                  [[2, 3, 4], [12, 13, 14], [22, 23, 24]])
+                                  [[2, 12, 22], [3, 13, 23], [4, 14, 24]])
     replayer.clear()
     assert int(replayer.buffer.total_size) == 0
 
@@ -99,7 +100,7 @@ def test_prioritized_replayer_updates_priorities():
                              [0.] * 6)
     exp, info = replayer.replay(batch_size=30, batch_length=1)
     np.testing.assert_array_equal(info.positions, np.full(30, 2))
-    np.testing.assert_array_equal(exp.reward[:, 0],
+    np.testing.assert_array_equal(exp.reward[0],
                                   10. * info.env_ids.numpy() + 2)
     with pytest.raises(ValueError, match=r"\['alpha'\] only apply with "
                        r"prioritized=True"):
@@ -112,4 +113,4 @@ def test_replayers_without_env_id_use_row_order():
     replayer.observe({'x': tf.constant([1., 2.])})
     replayer.observe({'x': tf.constant([3., 4.])})
     np.testing.assert_array_equal(replayer.replay_all()['x'],
-                                  [[1, 3], [2, 4]])
+                                  [[1, 2], [3, 4]])

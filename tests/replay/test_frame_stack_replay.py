@@ -87,7 +87,7 @@ def test_rebuilt_stacks_equal_whole_stacks(capacity):
     _assert_nest_equal(data2, data)
     # Episode starts inside the sampled sequences were met (the test is
     # not only of MID steps).
-    assert np.any(data.step_type.numpy()[:, 1:] == StepType.FIRST)
+    assert np.any(data.step_type.numpy()[1:] == StepType.FIRST)
     for _ in range(30):  # even out the environments for gather_all
         sizes = plain.current_size.numpy()
         if sizes[0] == sizes[1]:
@@ -163,8 +163,8 @@ def test_checkpoint_round_trip_and_tf_function(tmp_path, prioritized):
     exp, _ = stacker.step([0])
     restored.add_batch(exp, tf.constant([0]))
     plain.add_batch(exp, tf.constant([0]))
-    _assert_nest_equal(restored.gather_all().observation[0][-3:],
-                       plain.gather_all().observation[0][-3:])
+    _assert_nest_equal(restored.gather_all().observation[-3:, 0],
+                       plain.gather_all().observation[-3:, 0])
 
 
 def test_a_stack_that_is_not_the_last_frames_is_refused():

@@ -30,8 +30,8 @@ def _frequencies(buffer, batch_length, draws=20000, batch_size=1000):
         data, info = sample()
         env_ids, positions = info.env_ids.numpy(), info.positions.numpy()
         np.testing.assert_array_equal(
-            data.numpy(), 100 * env_ids[:, None] + positions[:, None] +
-            np.arange(batch_length))
+            data.numpy(), 100 * env_ids[None, :] + positions[None, :] +
+            np.arange(batch_length)[:, None])
         keys += list(zip(env_ids.tolist(), positions.tolist()))
     pairs, counts = np.unique(np.array(keys), axis=0, return_counts=True)
     return {tuple(p): c / len(keys) for p, c in zip(pairs.tolist(), counts)}
@@ -186,7 +186,7 @@ def test_prioritized_sampling_and_updates_in_tf_function():
                           tf.constant([0, 1]), tf.constant(2.))
     assert len(traces) == 1
     np.testing.assert_array_equal(
-        data[:, 0], 100 * info.env_ids.numpy() + info.positions.numpy())
+        data[0], 100 * info.env_ids.numpy() + info.positions.numpy())
     # Stratified draws over equal masses hit every samplable step each
     # round: position 0 keeps priority 2, every later step (added at the max
     # priority 2) is sampled in its own round and set to 0.

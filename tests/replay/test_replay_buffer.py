@@ -30,8 +30,9 @@ def test_ring_order_across_wrap_around():
     assert int(buffer.total_size) == 8 and int(buffer.num_steps) == 20
     # The head is at slot 10 % 4 = 2, not 0: raw storage is out of order,
     # gather_all must not be (ALF's bug).
-    np.testing.assert_array_equal(buffer.gather_all(),
-                                  [[6, 7, 8, 9], [106, 107, 108, 109]])
+    # Time-major [T, E].
+    np.testing.assert_array_equal(
+        buffer.gather_all(), [[6, 106], [7, 107], [8, 108], [9, 109]])
 
 
 def test_uneven_adds_keep_per_env_heads():
@@ -49,7 +50,7 @@ def test_uneven_adds_keep_per_env_heads():
     assert set(env_ids) == {0, 2}
     np.testing.assert_array_equal(
         data.numpy(),
-        100 * env_ids[:, None] + positions[:, None] + np.arange(2))
+        100 * env_ids[None, :] + positions[None, :] + np.arange(2)[:, None])
     assert set(positions[env_ids == 0]) == {2, 3}
     assert set(positions[env_ids == 2]) == {0}
 
@@ -68,7 +69,8 @@ def test_sequences_never_cross_the_write_head():
     assert np.all(positions >= start) and np.all(positions + length <= end)
     np.testing.assert_array_equal(
         data.numpy(),
-        100 * env_ids[:, None] + positions[:, None] + np.arange(length))
+        100 * env_ids[None, :] + positions[None, :] +
+        np.arange(length)[:, None])
     np.testing.assert_array_equal(info.importance_weights, np.ones(4000))
     # Uniform over the valid (env, start) pairs: 3 in env 0, 2 in env 1.
     pairs, counts = np.unique(np.stack([env_ids, positions], 1), axis=0,
@@ -114,12 +116,13 @@ def test_nested_spec_with_uint8_images():
     exp = buffer.gather_all()
     assert isinstance(exp, Experience)
     assert exp.observation['image'].dtype == tf.uint8
-    assert exp.observation['image'].shape == (2, 3, 6, 6, 3)
+    assert exp.observation['image'].shape == (3, 2, 6, 6, 3)
     np.testing.assert_array_equal(exp.observation['image'][:, :, 0, 0, 0],
-                                  [[252, 253, 254]] * 2)
-    np.testing.assert_array_equal(exp.action[1], [[2, 3, 4]] * 2)
-    np.testing.assert_array_equal(exp.action[0][..., 1], [[-2, -3, -4]] * 2)
-    np.testing.assert_array_equal(exp.env_id, [[0, 0, 0], [1, 1, 1]])
+                                  [[252] * 2, [253] * 2, [254] * 2])
+    np.testing.assert_array_equal(exp.action[1], [[2] * 2, [3] * 2, [4] * 2])
+    np.testing.assert_array_equal(exp.action[0][..., 1],
+                                  [[-2] * 2, [-3] * 2, [-4] * 2])
+    np.testing.assert_array_equal(exp.env_id, [[0, 1]] * 3)
 
 
 def test_nbytes_is_what_the_spec_says():
@@ -208,9 +211,9 @@ def test_clear_keeps_positions_monotonic():
     buffer.clear()
     np.testing.assert_array_equal(buffer.current_size, [0, 0])
     assert int(buffer.total_size) == 0 and int(buffer.num_steps) == 6
-    assert buffer.gather_all().shape == (2, 0)
+    assert buffer.gather_all().shape == (0, 2)
     np.testing.assert_array_equal(_add(buffer, [1, 0]), [3, 3])
-    np.testing.assert_array_equal(buffer.gather_all(), [[3], [103]])
+    np.testing.assert_array_equal(buffer.gather_all(), [[3, 103]])
 
 
 @pytest.mark.parametrize('prioritized', [False, True])
@@ -227,7 +230,7 @@ def test_checkpoint_round_trip(tmp_path, prioritized):
     tf.train.Checkpoint(buffer=restored).read(path).assert_consumed()
     np.testing.assert_array_equal(restored.gather_all(), buffer.gather_all())
     np.testing.assert_array_equal(restored.gather_all(),
-                                  [[2, 3, 4], [102, 103, 104]])
+                                  [[2, 102], [3, 103], [4, 104]])
     # The sampler's state is checkpointed too: the same samples follow.
     data, info = buffer.get_batch(16, 2)
     data2, info2 = restored.get_batch(16, 2)
@@ -270,9 +273,9 @@ def test_everything_runs_in_tf_function_and_traces_once():
     assert isinstance(info, BatchInfo)
     assert int(total) == 12
     np.testing.assert_array_equal(everything.reward,
-                                  [[4, 5, 6, 7]] * 3)
+                                  [[4] * 3, [5] * 3, [6] * 3, [7] * 3])
     # Every sampled sequence is two consecutive steps, reward == position.
     np.testing.assert_array_equal(
         data.reward,
-        info.positions.numpy()[:, None] + np.arange(2))
-    np.testing.assert_array_equal(data.env_id[:, 0], info.env_ids)
+        info.positions.numpy()[None, :] + np.arange(2)[:, None])
+    np.testing.assert_array_equal(data.env_id[0], info.env_ids)

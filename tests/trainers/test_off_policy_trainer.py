@@ -145,11 +145,11 @@ def test_replay_frame_stack_trains_and_resumes_on_atari(tmp_path):
     assert int(buffer.total_size) == 100
     stacks = buffer.gather_all().observation.numpy()
     # Consecutive stacks within an episode share their frames.
-    steps = buffer.gather_all().step_type.numpy()[0]
+    steps = buffer.gather_all().step_type.numpy()[:, 0]
     for t in range(1, 100):
         if steps[t] != 0:  # not a FIRST step
-            np.testing.assert_array_equal(stacks[0, t, ..., :3],
-                                          stacks[0, t - 1, ..., 1:])
+            np.testing.assert_array_equal(stacks[t, 0, ..., :3],
+                                          stacks[t - 1, 0, ..., 1:])
     result = trainer.train()
     trainer.close()
     assert result['iterations'] == 12
