@@ -60,7 +60,7 @@ def unroll(row_fn: RowFn,
            row_spec: Nest,
            batch_size: Optional[int],
            final_row_fn: Optional[EdgeRowFn] = None,
-           first_row_fn: Optional[EdgeRowFn] = None) -> Tuple[Any, Nest]:
+           first_row_fn: Optional[EdgeRowFn] = None) -> Tuple[Any, Any]:
     """Runs ``row_fn`` for t = 0 .. num_rows - 1, then ``final_row_fn``.
 
     With ``first_row_fn``, row 0 is that function's instead of

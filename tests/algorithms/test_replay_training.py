@@ -238,7 +238,7 @@ def test_unroll_rebuilds_distributions_from_its_arrays():
                        'v': tf.fill([3], tf.cast(t, tf.float32))}
 
     for num_rows in (MAX_PYTHON_ROWS, 4):
-        _, rows = tf.function(lambda: unroll(_row, (), num_rows, spec, 3),
+        _, rows = tf.function(lambda n=num_rows: unroll(_row, (), n, spec, 3),
                               autograph=False)()
         assert isinstance(rows['d'], tfp.distributions.Normal)
         np.testing.assert_array_equal(rows['d'].loc[:, 0, 0],
