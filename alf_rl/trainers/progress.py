@@ -129,7 +129,8 @@ def format_secs(secs: float) -> str:
     return '%d:%02d:%02d' % (secs // 3600, secs % 3600 // 60, secs % 60)
 
 
-def progress_line(iteration: int, env_steps: int, steps_per_sec: float,
+def progress_line(iteration: int, env_steps: int,
+                  steps_per_sec: Optional[float],
                   average_return: Optional[float],
                   game_score: Optional[float] = None,
                   eval_return: Optional[float] = None,
@@ -140,7 +141,8 @@ def progress_line(iteration: int, env_steps: int, steps_per_sec: float,
     Args:
         iteration: iterations done.
         env_steps: environment steps done.
-        steps_per_sec: this process's rate.
+        steps_per_sec: this process's rate; None (left out) before it
+            made a step (e.g. resumed into a finished run).
         average_return: the training ``AverageReturn``, or None before an
             episode ended (``'no episode ended yet'`` is shown).
         game_score: the mean score of the last games, if any.
@@ -148,10 +150,11 @@ def progress_line(iteration: int, env_steps: int, steps_per_sec: float,
         extra: ``(name, value)`` of more metrics to show.
         eta_secs: the time left, if known.
     """
-    parts = ['iter %d' % iteration, 'env steps %d' % env_steps,
-             '%.0f steps/s' % steps_per_sec,
-             ('no episode ended yet' if average_return is None else
-              'AverageReturn %.2f' % average_return)]
+    parts = ['iter %d' % iteration, 'env steps %d' % env_steps]
+    if steps_per_sec is not None:
+        parts.append('%.0f steps/s' % steps_per_sec)
+    parts.append('no episode ended yet' if average_return is None else
+                 'AverageReturn %.2f' % average_return)
     if game_score is not None:
         parts.append('game score %.1f' % game_score)
     if eval_return is not None:
@@ -181,7 +184,8 @@ class ProgressReporter(object):
 
     def line(self, clock: RunClock, iteration: int, fraction_done: float,
              now: Optional[float] = None) -> str:
-        """The progress line now.
+        """The progress line now; its rate counts only this process's
+        steps and time (none before it made a step).
 
         Args:
             clock: the ``RunClock`` of the ``train()`` call.
@@ -192,9 +196,10 @@ class ProgressReporter(object):
         now = time.time() if now is None else now
         m = self._metrics
         steps = m.num_env_steps()
+        own = steps - clock.start_steps
         return progress_line(
             iteration, steps,
-            (steps - clock.start_steps) / max(now - clock.start_time, 1e-9),
+            own / max(now - clock.start_time, 1e-9) if own > 0 else None,
             float(m.average_return.result()) if m.scored() else None,
             m.game_score_value(),
             clock.last_eval.get('Metrics/AverageReturn'),

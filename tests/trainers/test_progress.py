@@ -68,6 +68,16 @@ def test_reporter_reads_the_metrics_it_is_given():
         'NumberOfEpisodes 1')
 
 
+def test_no_rate_before_this_process_made_a_step():
+    # Resumed into a finished run: 4 steps restored, none made here.
+    metrics = _metrics_after_one_episode()
+    clock = RunClock(start_time=0.0, start_steps=4)
+    assert ProgressReporter(metrics).line(clock, 6, 1.0, now=3.0) == (
+        'iter 6 | env steps 4 | AverageReturn 3.00')
+    assert progress_line(6, 4, None, None) == (
+        'iter 6 | env steps 4 | no episode ended yet')
+
+
 def test_budget_and_stop_condition():
     metrics = _metrics_after_one_episode()
     config = TrainerConfig(root_dir='/tmp/unused', algorithm_ctor=len,
