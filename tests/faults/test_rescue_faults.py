@@ -24,7 +24,6 @@ import subprocess
 import sys
 
 import numpy as np
-import pytest
 import tensorflow as tf
 import tf_keras
 from tensorboard.backend.event_processing.event_accumulator import \
