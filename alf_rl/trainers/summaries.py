@@ -39,7 +39,7 @@ class RunSummaries(object):
     Args:
         root_dir: the run's directory.
         flush_secs: flush period of the event writers.
-        evaluate: also write ``eval/``.
+        evaluate: also write ``eval/`` (``write_eval``).
     """
 
     def __init__(self, root_dir: str, flush_secs: float, evaluate: bool):
@@ -93,7 +93,14 @@ class RunSummaries(object):
 
     def write_eval(self, scalars: Dict[str, float], iteration: int,
                    env_steps: int) -> None:
-        """Like ``write_train``, under ``eval/``."""
+        """Like ``write_train``, under ``eval/``.
+
+        Raises:
+            ValueError: built with ``evaluate=False``.
+        """
+        if not self._evaluate:
+            raise ValueError("RunSummaries(evaluate=False) writes no eval/ "
+                             "summaries")
         self._write(self._writer('eval'), scalars, iteration, env_steps)
 
     @staticmethod

@@ -7,6 +7,7 @@ import stat
 import time
 
 import gin
+import pytest
 import tensorflow as tf
 
 from alf_rl.trainers.summaries import (EventsRewrite, RunSummaries,
@@ -83,6 +84,8 @@ def test_an_event_file_is_created_with_its_first_summary(tmp_path):
     summaries.write_eval({'Metrics/AverageReturn': 1.0}, 1, 8)
     summaries.close()
     assert os.listdir(str(tmp_path)) == ['eval']
+    with pytest.raises(ValueError, match='evaluate=False'):
+        RunSummaries(str(tmp_path), 1, False).write_eval({}, 1, 8)
     assert _scalars(str(tmp_path), 'eval')['Metrics/AverageReturn'] == [
         (1, 1.0)]
 
