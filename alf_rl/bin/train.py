@@ -4,13 +4,15 @@ Usage::
 
     alf-train --gin_file examples/ac_cart_pole.gin --root_dir DIR \
         [--gin_param 'TrainerConfig.num_iterations=200'] \
-        [--module_path DIR_OF_MY_MODULES] [--fresh_start]
+        [--module_path DIR_OF_MY_MODULES] [--fresh_start | --from_checkpoint N]
 
 Rerunning the same command on the same ``DIR`` resumes from the newest
 checkpoint that reads back completely (counters continue; a corrupt newer
 one is reported and moved aside as ``ckpt-<step>.corrupt``). When
-checkpoints are on disk but none is usable, the run refuses to start unless
-``--fresh_start`` is given. Outputs: ``DIR/train``, ``DIR/eval``
+checkpoints are on disk but none is usable, the run refuses to start.
+Rescues (see the flags; said in one line, nothing deleted; rerun without
+them to resume): ``--from_checkpoint N``, ``--fresh_start``. Outputs:
+``DIR/train``, ``DIR/eval``
 (TensorBoard), ``DIR/ckpt``, ``DIR/config.gin``.
 
 One run at a time per ``DIR``: a second ``alf-train`` on it stops at once,
@@ -71,10 +73,14 @@ def _define_flags():
         'packages.')
     flags.DEFINE_boolean(
         'fresh_start', False,
-        'Start from iteration 0 when root_dir holds checkpoints of which '
-        'none is usable (they are kept, moved aside as ckpt-N.corrupt); '
-        'without it such a run refuses to start. No effect when a usable '
-        'checkpoint exists.')
+        'Start over from iteration 0: the earlier run in root_dir (ckpt, '
+        'train, eval, config.gin) is first moved to root_dir/set_aside-K '
+        '(nothing is deleted). Rerun without it to resume.')
+    flags.DEFINE_integer(
+        'from_checkpoint', None,
+        'Resume from the kept checkpoint ckpt-N of iteration N (e.g. when '
+        'the newer ones hold bad state); the newer ones are renamed '
+        'ckpt-K.set_aside (nothing is deleted). Rerun without it to resume.')
 
 
 def start_training_runtime(config: Any) -> None:
@@ -103,7 +109,8 @@ def start_training_runtime(config: Any) -> None:
 def train(root_dir: str, gin_files: Sequence[str] = (),
           gin_params: Sequence[str] = (),
           module_paths: Sequence[str] = (),
-          fresh_start: bool = False) -> Dict[str, Any]:
+          fresh_start: bool = False,
+          from_checkpoint: Optional[int] = None) -> Dict[str, Any]:
     """Builds the configured trainer and trains.
 
     Args:
@@ -113,8 +120,10 @@ def train(root_dir: str, gin_files: Sequence[str] = (),
         module_paths: directories searched first for modules named by gin
             ``import`` lines (see ``add_module_paths``; the current
             directory is searched too).
-        fresh_start: bind ``TrainerConfig.fresh_start=True`` (start from
-            iteration 0 when no checkpoint on disk is usable).
+        fresh_start: bind ``TrainerConfig.fresh_start=True`` (the earlier
+            run moved aside, start from iteration 0).
+        from_checkpoint: bind ``TrainerConfig.from_checkpoint`` (resume
+            from that kept checkpoint, the newer ones set aside).
 
     Returns:
         ``Trainer.train``'s result dict.
@@ -122,8 +131,9 @@ def train(root_dir: str, gin_files: Sequence[str] = (),
     import_tensorflow(start_runtime=False)
     add_module_paths(module_paths)
     parse_gin(gin_files, list(gin_params or []) +
-              (['TrainerConfig.fresh_start=True'] if fresh_start else []),
-              root_dir)
+              (['TrainerConfig.fresh_start=True'] if fresh_start else []) +
+              (['TrainerConfig.from_checkpoint=%d' % from_checkpoint]
+               if from_checkpoint is not None else []), root_dir)
     from alf_rl.trainers import OnPolicyTrainer, TrainerConfig
     config = TrainerConfig()
     trainer_cls = config.trainer or OnPolicyTrainer
@@ -169,9 +179,8 @@ def _stop_on_first_signal():
         name = 'SIGTERM' if signum == signal.SIGTERM else 'Ctrl-C'
         if _STOP_SIGNAL:
             print('alf-train: %s again: aborting at once; the checkpoints '
-                  'already written are intact: rerun the same command to '
-                  'resume from the last one' % name, file=sys.stderr,
-                  flush=True)
+                  'already written are intact: %s to resume from the last '
+                  'one' % (name, _rerun()), file=sys.stderr, flush=True)
             sys.stdout.flush()
             os._exit(143 if _STOP_SIGNAL[0] == signal.SIGTERM else 130)
         _STOP_SIGNAL.append(signum)
@@ -189,6 +198,13 @@ def _stop_on_first_signal():
 
     threading.Thread(target=_watch, name='alf_rl-signals',
                      daemon=True).start()
+
+
+def _rerun() -> str:
+    """How to resume: without a rescue flag (it would act again)."""
+    rescue = ('--fresh_start' if FLAGS.fresh_start else '--from_checkpoint'
+              if FLAGS.from_checkpoint is not None else None)
+    return 'rerun without ' + rescue if rescue else 'rerun the same command'
 
 
 def _fail(message: str, lock: Optional[RunDirLock] = None) -> None:
@@ -226,7 +242,8 @@ def _main(argv):
     _stop_on_first_signal()
     try:
         result = train(FLAGS.root_dir, FLAGS.gin_file, FLAGS.gin_param,
-                       FLAGS.module_path or (), FLAGS.fresh_start)
+                       FLAGS.module_path or (), FLAGS.fresh_start,
+                       FLAGS.from_checkpoint)
     except (ValueError, TypeError, TrainingError, CheckpointError,
             RunDirError) as e:
         _fail(str(e), lock)
@@ -239,17 +256,18 @@ def _main(argv):
     except KeyboardInterrupt:
         # Checkpoints are written atomically: the newest complete one is
         # intact, and rerunning the same command resumes from it.
-        print('alf-train: interrupted; rerun the same command to resume '
-              'from the last checkpoint in %s' % FLAGS.root_dir,
+        print('alf-train: interrupted; %s to resume from the last '
+              'checkpoint in %s' % (_rerun(), FLAGS.root_dir),
               file=sys.stderr)
         sys.exit(130)
     if result.pop('stopped_early', False):
         import signal
         term = _STOP_SIGNAL and _STOP_SIGNAL[0] == signal.SIGTERM
         print('alf-train: %s; a checkpoint was written at iteration %d: '
-              'rerun the same command to resume from it (in %s)' %
+              '%s to resume from it (in %s)' %
               ('terminated (SIGTERM)' if term else 'interrupted',
-               result['iterations'], FLAGS.root_dir), file=sys.stderr)
+               result['iterations'], _rerun(), FLAGS.root_dir),
+              file=sys.stderr)
         sys.exit(143 if term else 130)
     from alf_rl.trainers.trainer import EPISODE_AVERAGES
     unscored = (['Metrics/' + name for name in EPISODE_AVERAGES]

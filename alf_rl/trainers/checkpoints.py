@@ -3,9 +3,10 @@
 One object for everything a run writes under ``root_dir/ckpt`` and for
 the lock on ``root_dir``: atomic saves (``alf_rl.utils.checkpoint``),
 resuming from the newest usable checkpoint (corrupt newer ones moved
-aside; ``fresh_start`` when none is usable), and the checkpoint written
-before a ``TrainingError`` ends a run, unless the model may hold
-non-finite values.
+aside), the rescues (``from_checkpoint``: an earlier checkpoint, the newer
+ones set aside; ``fresh_start``: the whole earlier run set aside), and
+the checkpoint written before a ``TrainingError`` ends a run, unless the
+model may hold non-finite values.
 """
 
 import contextlib
@@ -19,7 +20,7 @@ from alf_rl.specs import add_outer_dims
 from alf_rl.trainers.config import CheckpointConfig
 from alf_rl.trainers.errors import NonFiniteLossError, TrainingError
 from alf_rl.utils.checkpoint import (Checkpointer, CheckpointSaveError,
-                                     NoUsableCheckpointError, RunDirLock)
+                                     RunDirLock, set_aside_run)
 from alf_rl.utils.common import NestState
 
 
@@ -67,7 +68,7 @@ class RunCheckpoints(object):
     Args:
         root_dir: the run's directory (checkpoints go to ``ckpt/``).
         config: a ``CheckpointConfig`` (``checkpoint_max_to_keep``,
-            ``fresh_start``).
+            ``fresh_start``, ``from_checkpoint``).
         iteration: the run's [] int64 iteration counter (checkpointed).
         **objects: the other trackables to checkpoint, by name (the
             algorithm, metrics, optimizers...).
@@ -75,6 +76,7 @@ class RunCheckpoints(object):
 
     def __init__(self, root_dir: str, config: CheckpointConfig,
                  iteration: tf.Variable, **objects: Any):
+        self._root_dir = root_dir
         self._config = config
         self._iteration = iteration
         # Nothing is written under root_dir before train() takes the lock:
@@ -102,9 +104,13 @@ class RunCheckpoints(object):
 
     def restore(self, describe: Callable[[], str] = lambda: '') -> \
             Optional[str]:
-        """Restores the newest usable checkpoint, if any, and says so (on
-        stdout; the ``fresh_start`` notice on stderr). Removes stale
-        temporaries of interrupted saves first.
+        """Restores the newest usable checkpoint, if any, and says so on
+        stdout; removes stale temporaries of interrupted saves first. With
+        ``fresh_start``, first moves the earlier run aside
+        (``set_aside_run``) and restores nothing; with ``from_checkpoint``,
+        restores that checkpoint and sets the newer ones aside
+        (``Checkpointer.restore_from``). What a rescue moved is said in one
+        line on stderr.
 
         Args:
             describe: what to add to the resume line, e.g. ``', 512 env
@@ -114,31 +120,51 @@ class RunCheckpoints(object):
             the prefix restored, or None (starting from iteration 0).
 
         Raises:
-            NoUsableCheckpointError: checkpoints are on disk, none reads
-                back and ``fresh_start`` is False.
-            CheckpointError: the checkpoint does not match the model.
+            NoUsableCheckpointError: checkpoints are on disk and none reads
+                back.
+            CheckpointError: the checkpoint does not match the model, or
+                ``from_checkpoint`` names none that reads back.
+            RunDirError: setting the earlier run aside failed.
         """
-        checkpointer = self.checkpointer
-        checkpointer.remove_stale_temporaries()
-        try:
-            restored = checkpointer.restore(move_corrupt=True)
-        except NoUsableCheckpointError:
-            if not self._config.fresh_start:
-                raise
-            kept = sorted(n for n in os.listdir(checkpointer.directory)
-                          if '.corrupt' in n)
-            print("alf_rl: fresh_start: no usable checkpoint in %s (kept: "
-                  "%s); starting from iteration 0" %
-                  (checkpointer.directory, ', '.join(kept) or 'none'),
-                  file=sys.stderr, flush=True)
+        config, checkpointer = self._config, self.checkpointer
+        if config.fresh_start:
+            self._set_aside_run()
             return None
+        checkpointer.remove_stale_temporaries()
+        if config.from_checkpoint is None:
+            restored = checkpointer.restore(move_corrupt=True)
+        else:
+            restored, moved = checkpointer.restore_from(
+                config.from_checkpoint)
+            _say("alf_rl: from_checkpoint=%d: %s" % (
+                config.from_checkpoint,
+                'set the newer checkpoints aside in %s (kept, nothing '
+                'deleted): %s' % (checkpointer.directory, ', '.join(moved))
+                if moved else 'no newer checkpoint to set aside'))
         if restored:
             self.saved_iteration = int(self._iteration.numpy())
-            print("alf_rl: resumed from %s at iteration %d%s%s" %
-                  (restored, self.saved_iteration, describe(),
-                   ' (fresh_start has no effect: this checkpoint is usable)'
-                   if self._config.fresh_start else ''), flush=True)
+            print("alf_rl: resumed from %s at iteration %d%s" %
+                  (restored, self.saved_iteration, describe()), flush=True)
         return restored
+
+    def _set_aside_run(self) -> None:
+        """``fresh_start``: the earlier run moved aside, in one line."""
+        root_dir = self._root_dir
+        dest, moved = set_aside_run(root_dir)
+        _say("alf_rl: fresh_start: %s; starting from iteration 0" % (
+            'moved the earlier run aside to %s (kept, nothing deleted): %s'
+            % (dest, ', '.join(moved)) if dest else
+            'no earlier run in %s' % root_dir))
+
+    def _rerun_advice(self) -> str:
+        """How to resume this run later: ``'rerun the same command'``, or
+        without the rescue setting that would set the progress aside
+        again."""
+        if self._config.fresh_start:
+            return 'rerun without --fresh_start'
+        if self._config.from_checkpoint is not None:
+            return 'rerun without --from_checkpoint'
+        return 'rerun the same command'
 
     def saved_wall_time(self, prefix: str) -> float:
         """``time.time()`` when the checkpoint ``prefix`` was saved."""
@@ -190,15 +216,19 @@ class RunCheckpoints(object):
                     "non-finite values; %s." % (bad, last_good))
         elif it == self.saved_iteration:
             path = last
-            note = ("The checkpoint of iteration %d (%s) is current: rerun "
-                    "the same command to resume from it." % (it, path))
+            note = ("The checkpoint of iteration %d (%s) is current: %s "
+                    "to resume from it." % (it, path, self._rerun_advice()))
         else:
             try:
                 path = self.checkpointer.save(it)
                 self.saved_iteration = it
                 note = ("A checkpoint was written at iteration %d (%s): "
-                        "rerun the same command to resume from it." %
-                        (it, path))
+                        "%s to resume from it." %
+                        (it, path, self._rerun_advice()))
             except CheckpointSaveError as e:
                 note = "Writing a checkpoint failed too: %s." % e
         error.add_checkpoint_note(note, path)
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)

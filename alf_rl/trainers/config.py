@@ -108,21 +108,40 @@ class CheckpointConfig(object):
         checkpoint_interval: iterations between checkpoints (a final one is
             always written).
         checkpoint_max_to_keep: newest checkpoints kept.
-        fresh_start: start from iteration 0 when ``root_dir/ckpt`` holds
-            checkpoints of which none is usable (all corrupt, moved aside
-            as ``ckpt-<step>.corrupt``); without it such a run refuses to
-            start. No effect when a usable checkpoint exists (the run
-            resumes from it) or there is none at all. ``alf-train
-            --fresh_start`` sets it.
+        fresh_start: start over from iteration 0: the earlier run in
+            ``root_dir`` (``ckpt/`` with its replay buffers, ``train/``,
+            ``eval/``, ``config.gin``) is first moved aside to
+            ``root_dir/set_aside-<k>/`` (said in one line; nothing is
+            deleted). Every start with it starts over: rerun without it
+            to resume. ``alf-train --fresh_start`` sets it.
+        from_checkpoint: resume from the kept checkpoint of this iteration
+            (``ckpt/ckpt-<from_checkpoint>``), e.g. when the newer ones
+            hold bad state; the newer ones are renamed
+            ``ckpt-<k>.set_aside`` (said in one line; nothing is deleted)
+            and the summaries written after it are removed from the event
+            files, as on any resume. Every start with it goes back to that
+            checkpoint: rerun without it to resume. None (default): the
+            newest usable checkpoint. ``alf-train --from_checkpoint N``
+            sets it.
     """
 
     def __init__(self, checkpoint_interval: int = 100,
-                 checkpoint_max_to_keep: int = 3, fresh_start: bool = False):
+                 checkpoint_max_to_keep: int = 3, fresh_start: bool = False,
+                 from_checkpoint: Optional[int] = None):
         check_arg_types('TrainerConfig', CheckpointConfig.__init__, locals())
         _require_positive(locals(), ('checkpoint_interval', ))
+        if from_checkpoint is not None and from_checkpoint < 0:
+            raise ValueError("TrainerConfig.from_checkpoint: expected the "
+                             "iteration (>= 0) of a kept checkpoint, got %r"
+                             % (from_checkpoint, ))
+        if from_checkpoint is not None and fresh_start:
+            raise ValueError("TrainerConfig.from_checkpoint=%r and "
+                             "fresh_start=True contradict each other: give "
+                             "one of them" % (from_checkpoint, ))
         self.checkpoint_interval = int(checkpoint_interval)
         self.checkpoint_max_to_keep = int(checkpoint_max_to_keep)
         self.fresh_start = fresh_start
+        self.from_checkpoint = from_checkpoint
 
 
 class ReportConfig(object):

@@ -3,7 +3,8 @@ when the run is done.
 
 ``RunClock`` keeps the wall-clock bookkeeping of one ``Trainer.train()``
 call (the first, tracing call apart, the time per iteration after it, the
-steady-state ETA); ``ProgressReporter`` prints what the terminal shows::
+steady-state rate and ETA); ``ProgressReporter`` prints what the terminal
+shows (the rate and the ETA from the second call on)::
 
     iter 120 | env steps 7680 | 1502 steps/s | AverageReturn 87.30 |
     game score 12.0 | eval 95.10 | Entropy 0.61 | ETA 0:01:02
@@ -45,9 +46,13 @@ class RunClock(object):
         # (wall-clock, fraction of the run done) at the end of the first
         # call: the ETA extrapolates from there (steady state only).
         self.steady_start: Optional[Tuple[float, float]] = None
+        # Env steps at the end of the first call: the rate counts from
+        # there (steady state only).
+        self.steady_steps: Optional[int] = None
 
     def record_call(self, now: float, call_start: float, iterations: int,
-                    fraction_done: float) -> None:
+                    fraction_done: float, env_steps: Optional[int] = None
+                    ) -> None:
         """Updates the timings after a call that ran ``iterations``.
 
         Args:
@@ -55,10 +60,13 @@ class RunClock(object):
             call_start: ``time.time()`` at its start.
             iterations: iterations it ran.
             fraction_done: the run's progress after it, in [0, 1].
+            env_steps: environment steps done after it (for
+                ``steps_per_sec``).
         """
         if self.first_iteration_secs is None:
             self.first_iteration_secs = now - self.start_time
             self.steady_start = (now, fraction_done)
+            self.steady_steps = env_steps
         else:
             self.secs_per_iteration = (now - call_start) / max(iterations, 1)
 
@@ -77,6 +85,23 @@ class RunClock(object):
         if fraction_done <= f0 or now <= t0:
             return None
         return (1 - fraction_done) * (now - t0) / (fraction_done - f0)
+
+    def steps_per_sec(self, now: float, env_steps: int) -> Optional[float]:
+        """This process's steady-state env steps per second: the steps made
+        since its first (tracing) call over the time since. None until
+        that is measurable: before a step after the first call, so a
+        resumed run never shows the ``0 steps/s`` of one step over its
+        tracing time.
+
+        Args:
+            now: ``time.time()``.
+            env_steps: environment steps so far.
+        """
+        if self.steady_start is None or self.steady_steps is None:
+            return None
+        secs = now - self.steady_start[0]
+        steps = env_steps - self.steady_steps
+        return steps / secs if steps > 0 and secs > 0 else None
 
     def summary_rates(self, now: float, env_steps: int) -> Dict[str, float]:
         """The throughput scalars of a training summary (env steps per
@@ -129,7 +154,8 @@ def format_secs(secs: float) -> str:
     return '%d:%02d:%02d' % (secs // 3600, secs % 3600 // 60, secs % 60)
 
 
-def progress_line(iteration: int, env_steps: int, steps_per_sec: float,
+def progress_line(iteration: int, env_steps: int,
+                  steps_per_sec: Optional[float],
                   average_return: Optional[float],
                   game_score: Optional[float] = None,
                   eval_return: Optional[float] = None,
@@ -140,7 +166,8 @@ def progress_line(iteration: int, env_steps: int, steps_per_sec: float,
     Args:
         iteration: iterations done.
         env_steps: environment steps done.
-        steps_per_sec: this process's rate.
+        steps_per_sec: this process's rate (``RunClock.steps_per_sec``),
+            or None (left out) while it is not measurable.
         average_return: the training ``AverageReturn``, or None before an
             episode ended (``'no episode ended yet'`` is shown).
         game_score: the mean score of the last games, if any.
@@ -148,10 +175,12 @@ def progress_line(iteration: int, env_steps: int, steps_per_sec: float,
         extra: ``(name, value)`` of more metrics to show.
         eta_secs: the time left, if known.
     """
-    parts = ['iter %d' % iteration, 'env steps %d' % env_steps,
-             '%.0f steps/s' % steps_per_sec,
-             ('no episode ended yet' if average_return is None else
-              'AverageReturn %.2f' % average_return)]
+    parts = ['iter %d' % iteration, 'env steps %d' % env_steps]
+    if steps_per_sec is not None:
+        parts.append(('%.0f' if steps_per_sec >= 10 else '%.2g') %
+                     steps_per_sec + ' steps/s')
+    parts.append('no episode ended yet' if average_return is None else
+                 'AverageReturn %.2f' % average_return)
     if game_score is not None:
         parts.append('game score %.1f' % game_score)
     if eval_return is not None:
@@ -181,7 +210,7 @@ class ProgressReporter(object):
 
     def line(self, clock: RunClock, iteration: int, fraction_done: float,
              now: Optional[float] = None) -> str:
-        """The progress line now.
+        """The progress line now (its rate: ``RunClock.steps_per_sec``).
 
         Args:
             clock: the ``RunClock`` of the ``train()`` call.
@@ -193,8 +222,7 @@ class ProgressReporter(object):
         m = self._metrics
         steps = m.num_env_steps()
         return progress_line(
-            iteration, steps,
-            (steps - clock.start_steps) / max(now - clock.start_time, 1e-9),
+            iteration, steps, clock.steps_per_sec(now, steps),
             float(m.average_return.result()) if m.scored() else None,
             m.game_score_value(),
             clock.last_eval.get('Metrics/AverageReturn'),

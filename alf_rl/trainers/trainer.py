@@ -344,7 +344,8 @@ class Trainer(object):
         if self._metrics.game_score is not None:
             self._metrics.game_score.add(self._env.pop_game_scores())
         now = time.time()
-        clock.record_call(now, call_start, done, self._fraction_done())
+        clock.record_call(now, call_start, done, self._fraction_done(),
+                          self._env_steps())
         return loss_info, now
 
     def _after_call(self, clock, loss_info, now, final=False):

@@ -6,6 +6,7 @@ Layout under ``ckpt_dir``::
     ckpt-<step>/wall_time                              when it was saved
     latest                                             name of the newest one
     ckpt-<step>.corrupt                                moved aside, never read
+    ckpt-<step>.set_aside                              set aside by a rescue
 
 A save writes into a hidden temporary directory, renames it into place
 (atomic on POSIX) and then atomically replaces ``latest``. A crash or kill at
@@ -22,6 +23,12 @@ line (which, why) and, for the run that owns the directory, moved aside to
 ``ckpt-<step>.corrupt``; the next older one is tried. Checkpoints on disk of
 which none is usable raise ``NoUsableCheckpointError``: the trainer never
 silently starts from iteration 0 next to them.
+
+Rescuing a run: ``Checkpointer.restore_from(step)`` resumes from an earlier
+checkpoint and renames the newer ones ``ckpt-<step>.set_aside``;
+``set_aside_run`` moves a whole earlier run (``ckpt/``, ``train/``,
+``eval/``, ``config.gin``) into ``root_dir/set_aside-<k>/``. Neither
+deletes anything.
 
 ``RunDirLock`` is an exclusive ``fcntl.flock`` on ``<root_dir>/.alf_rl.lock``
 held by the training process (released by the kernel when it dies, so a
@@ -47,6 +54,9 @@ _NAME = re.compile(r'^ckpt-(\d+)$')
 _MOVED_ASIDE = re.compile(r'^ckpt-\d+\.corrupt(-\d+)?$')
 _WALL_TIME_FILE = 'wall_time'
 LOCK_FILE = '.alf_rl.lock'
+#: What a run writes under its ``root_dir`` (the lock aside), in the order
+#: ``set_aside_run`` names them.
+RUN_OUTPUTS = ('ckpt', 'train', 'eval', 'config.gin')
 
 
 class CheckpointError(ValueError):
@@ -317,6 +327,41 @@ def _read_owner(fd: int) -> str:
     return text if text.startswith('pid ') else 'pid unknown'
 
 
+def set_aside_run(root_dir: str) -> Tuple[Optional[str], List[str]]:
+    """Moves what an earlier run wrote in ``root_dir`` (``RUN_OUTPUTS``:
+    checkpoints with their replay buffers, summaries, ``config.gin``) into
+    a new ``root_dir/set_aside-<k>/`` (``k`` = 1, 2, ...: the first free
+    one), renaming each; nothing is deleted. Call it holding the run's
+    lock.
+
+    Args:
+        root_dir: the run directory.
+
+    Returns:
+        ``(the directory they went to, their names)``, or ``(None, [])``
+        when there is nothing to move.
+
+    Raises:
+        RunDirError: a rename failed (the path and the OS reason).
+    """
+    present = [name for name in RUN_OUTPUTS
+               if os.path.lexists(os.path.join(root_dir, name))]
+    if not present:
+        return None, []
+    k = 1
+    while os.path.lexists(os.path.join(root_dir, 'set_aside-%d' % k)):
+        k += 1
+    dest = os.path.join(root_dir, 'set_aside-%d' % k)
+    try:
+        os.mkdir(dest)
+        for name in present:
+            os.rename(os.path.join(root_dir, name), os.path.join(dest, name))
+    except OSError as e:
+        raise RunDirError('cannot set the earlier run aside: %s' %
+                          describe_os_error(dest, e)) from None
+    return dest, present
+
+
 # ------------------------------------------------------------ checkpoints
 class Checkpointer(object):
     """Saves and restores trackable objects atomically.
@@ -498,6 +543,47 @@ class Checkpointer(object):
             return None
         raise self._no_usable_checkpoint(problems)
 
+    def restore_from(self, step: int) -> Tuple[str, List[str]]:
+        """Restores the checkpoint ``ckpt-<step>`` and then renames every
+        newer one (complete or not) ``ckpt-<k>.set_aside`` (``-1``, ``-2``
+        ... if taken) and points ``latest`` at ``ckpt-<step>``: a rescue
+        from an earlier checkpoint when the newer ones hold bad state.
+        Nothing is moved when ``ckpt-<step>`` cannot be restored. Only for
+        the process that holds the run's lock.
+
+        Args:
+            step: the iteration of the checkpoint to resume from.
+
+        Returns:
+            ``(the prefix restored, the new names of those set aside)``,
+            oldest first.
+
+        Raises:
+            CheckpointError: there is no ``ckpt-<step>`` (naming those
+                there are), it does not read back completely, or it does
+                not match the objects being restored.
+        """
+        name = 'ckpt-%d' % step
+        steps = self._steps()
+        if step not in steps:
+            raise CheckpointError(
+                'from_checkpoint=%d: there is no checkpoint %s in %s (it '
+                'holds %s)' % (step, name, self._dir, ', '.join(
+                    'ckpt-%d' % s for s in steps) or 'none'))
+        prefix = os.path.join(self._dir, name, 'ckpt')
+        problem = _unreadable(prefix)
+        if problem is not None:
+            raise CheckpointError(
+                'from_checkpoint=%d: checkpoint %s is corrupt or unreadable '
+                '(%s); choose another (%s holds %s)' % (
+                    step, prefix, problem, self._dir,
+                    ', '.join('ckpt-%d' % s for s in steps)))
+        self._read(prefix)
+        moved = [self._move_aside('ckpt-%d' % s, '.set_aside')
+                 for s in steps if s > step]
+        atomic_write_text(os.path.join(self._dir, 'latest'), name)
+        return prefix, moved
+
     # ------------------------------------------------------------ internals
     def _no_usable_checkpoint(self, problems: List[Tuple[str, str]]
                               ) -> NoUsableCheckpointError:
@@ -520,7 +606,8 @@ class Checkpointer(object):
         return NoUsableCheckpointError(
             'no usable checkpoint in %s (%s). Refusing to start from '
             'iteration 0 next to them: to start over in this root_dir, rerun '
-            'with --fresh_start (TrainerConfig.fresh_start=True; nothing is '
+            'with --fresh_start (TrainerConfig.fresh_start=True: the earlier '
+            'run is moved aside to root_dir/set_aside-<k>, nothing is '
             'deleted), or use another root_dir' %
             (self._dir, '; '.join(found)), problems)
 
@@ -562,14 +649,14 @@ class Checkpointer(object):
                          (latest, name, found))
         return steps, notes
 
-    def _move_aside(self, name: str) -> str:
-        """Renames ``ckpt-<step>`` to ``ckpt-<step>.corrupt`` (``-1``, ``-2``
-        ... if taken); returns the new name."""
-        aside = name + '.corrupt'
+    def _move_aside(self, name: str, suffix: str = '.corrupt') -> str:
+        """Renames ``ckpt-<step>`` to ``ckpt-<step><suffix>`` (``-1``,
+        ``-2`` ... if taken); returns the new name."""
+        aside = name + suffix
         n = 0
         while os.path.lexists(os.path.join(self._dir, aside)):
             n += 1
-            aside = '%s.corrupt-%d' % (name, n)
+            aside = '%s%s-%d' % (name, suffix, n)
         os.rename(os.path.join(self._dir, name),
                   os.path.join(self._dir, aside))
         return aside

@@ -178,13 +178,12 @@ def test_no_usable_checkpoint_refuses_then_fresh_start(tmp_path, capsys):
     result = _train(root, 2, fresh_start=True)
     err = capsys.readouterr().err
     assert result['iterations'] == 2
-    assert ('alf_rl: fresh_start: no usable checkpoint in %s (kept: '
-            'ckpt-3.corrupt, ckpt-6.corrupt); starting from iteration 0' %
-            _ckpt(root)) in err
-    # The corrupt ones are still there, byte for byte.
-    after = _listing(_ckpt(root))
-    assert {k: v for k, v in after.items() if '.corrupt' in k} == {
-        k: v for k, v in kept.items() if '.corrupt' in k}
+    aside = str(root / 'set_aside-1')
+    assert ('alf_rl: fresh_start: moved the earlier run aside to %s (kept, '
+            'nothing deleted): ckpt, train, config.gin; starting from '
+            'iteration 0' % aside) in err
+    # The corrupt ones are kept, byte for byte.
+    assert _listing(os.path.join(aside, 'ckpt')) == kept
 
 
 def test_reader_skips_a_corrupt_checkpoint_without_touching_disk(tmp_path,

@@ -33,10 +33,13 @@ def _metrics_after_one_episode():
 def test_clock_times_calls_and_extrapolates_the_eta():
     clock = RunClock(start_time=100.0, start_steps=10)
     assert clock.eta_secs(101.0, 0.1) is None  # no steady state yet
-    clock.record_call(110.0, 100.0, 1, 0.1)  # the tracing call
+    assert clock.steps_per_sec(101.0, 20) is None
+    clock.record_call(110.0, 100.0, 1, 0.1, env_steps=30)  # the tracing call
     assert clock.first_iteration_secs == 10.0
-    clock.record_call(120.0, 110.0, 5, 0.3)
+    assert clock.steps_per_sec(110.0, 30) is None  # nothing since
+    clock.record_call(120.0, 110.0, 5, 0.3, env_steps=80)
     assert clock.secs_per_iteration == 2.0
+    assert clock.steps_per_sec(120.0, 80) == 5.0  # 50 steps in 10 s
     # 0.2 of the run in 10 s since the first call: 0.7 left takes 35 s.
     assert clock.eta_secs(120.0, 0.3) == 35.0
     assert clock.summary_rates(120.0, 110) == {
@@ -63,9 +66,24 @@ def test_reporter_reads_the_metrics_it_is_given():
     metrics = _metrics_after_one_episode()
     reporter = ProgressReporter(metrics, ['NumberOfEpisodes'])
     clock = RunClock(start_time=0.0, start_steps=0)
-    assert reporter.line(clock, 1, 0.5, now=2.0) == (
-        'iter 1 | env steps 4 | 2 steps/s | AverageReturn 3.00 | '
-        'NumberOfEpisodes 1')
+    clock.record_call(1.0, 0.0, 1, 0.25, env_steps=2)
+    assert reporter.line(clock, 1, 0.5, now=5.0) == (
+        'iter 1 | env steps 4 | 0.5 steps/s | AverageReturn 3.00 | '
+        'NumberOfEpisodes 1 | ETA 0:00:08')
+
+
+def test_no_zero_rate_after_a_resume():
+    # Resumed at 4 steps: one step in the first (tracing) call is no rate
+    # (it showed '0 steps/s'); a finished run resumed shows none either.
+    metrics = _metrics_after_one_episode()
+    clock = RunClock(start_time=0.0, start_steps=3)
+    clock.record_call(7.0, 0.0, 1, 0.5, env_steps=4)
+    assert ProgressReporter(metrics).line(clock, 6, 0.5, now=7.0) == (
+        'iter 6 | env steps 4 | AverageReturn 3.00')
+    assert progress_line(6, 4, None, None) == (
+        'iter 6 | env steps 4 | no episode ended yet')
+    assert progress_line(6, 4, 0.14, None) == (
+        'iter 6 | env steps 4 | 0.14 steps/s | no episode ended yet')
 
 
 def test_budget_and_stop_condition():
