@@ -198,11 +198,10 @@ def _fail(message: str, lock: Optional[RunDirLock] = None) -> None:
     if lock is not None:
         lock.release(remove_if_unused=True)
     # gin appends "In call to configurable 'X' (...)" lines to errors raised
-    # inside a configurable; the message already names the binding.
-    lines = [line.strip() for line in message.split('\n') if line.strip()
-             and not line.strip().startswith('In call to configurable')]
-    print('alf-train: error: %s' % ' '.join(lines), file=sys.stderr,
-          flush=True)
+    # inside a configurable: they name X (and its bindings) in the line.
+    from alf_rl.runs.binding_checks import explain_configurable_error
+    print('alf-train: error: %s' % explain_configurable_error(message),
+          file=sys.stderr, flush=True)
     sys.exit(1)
 
 

@@ -45,6 +45,7 @@ def test_search_through_the_library_runs_records_and_summarizes(
     parent = str(tmp_path / 'P')
     options = SearchOptions(
         gin_files=[GIN], root_dir=parent, grid=['A.x=[1, 2]'], seeds='0-1',
+        check_bindings=False,
         num_parallel=2, random_samples=1, seed=5,
         train_command='%s -c "%s"' % (sys.executable, _FAKE))
     configs, seeds = prepare(options._replace(dry_run=True))
