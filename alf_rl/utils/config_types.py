@@ -8,7 +8,7 @@ and ``check_arg_types`` refuse such values with the binding's name.
 import collections.abc
 import os
 import typing
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Optional, Union
 
 import numpy as np
 
