@@ -213,11 +213,17 @@ def _parameter(fn: Any, name: str, bound: Dict[str, Any]) -> _Lookup:
 
 
 def _constructors(fn: Any) -> List[Any]:
-    """The function itself, or a class's ``__init__``s along its bases."""
+    """The function itself, or a class's constructors along its bases:
+    each class's own ``__init__`` or else ``__new__`` (gin's rule)."""
     if not inspect.isclass(fn):
         return [fn]
-    return [c.__dict__['__init__'] for c in inspect.getmro(fn)
-            if '__init__' in c.__dict__ and c is not object]
+    found = []
+    for base in inspect.getmro(fn):
+        own = base.__dict__
+        if base is not object and ('__init__' in own or '__new__' in own):
+            found.append(own['__init__'] if '__init__' in own else
+                         own['__new__'])
+    return found
 
 
 def _signature(fn: Any) -> Optional[Any]:

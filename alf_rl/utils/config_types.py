@@ -129,8 +129,7 @@ def value_mismatch(value: Any, annotation: Any,
         return None
     expected = describe_annotation(annotation)
     item = _sequence_item(annotation)
-    if (item is not None and not isinstance(value, (list, tuple)) and
-            _fits(value, item, resolve)):
+    if item is not None and _fits(value, item, resolve):
         expected += ', e.g. (%r,)' % (value, )
     return expected
 

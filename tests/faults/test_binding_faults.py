@@ -44,8 +44,12 @@ PPO = os.path.join(REPO, 'examples', 'ppo_cart_pole.gin')
      'ActorDistributionNetwork.fc_layer_params: expected a sequence of ints '
      'or None, e.g. (64,), got 64 (int)'),
     ("ValueNetwork.conv_layer_params=[(32, 8)]",
-     'ValueNetwork.conv_layer_params: expected a sequence whose items are '
-     'each a tuple (int, int, int) or None, got [(32, 8)] (list)'),
+     'ValueNetwork.conv_layer_params: expected a sequence of (filters, '
+     'kernel_size, strides) tuples of ints or None, got [(32, 8)] (list)'),
+    ("QNetwork.conv_layer_params=(32, 8, 4)",
+     'QNetwork.conv_layer_params: expected a sequence of (filters, '
+     'kernel_size, strides) tuples of ints or None, e.g. ((32, 8, 4),), got '
+     '(32, 8, 4) (tuple)'),
     ("PPOLoss.td_error_loss_fn='squared'",
      "PPOLoss.td_error_loss_fn: expected a callable, got 'squared' (str)"),
     ("VarianceScaling.mode='fan'",
