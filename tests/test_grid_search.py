@@ -93,7 +93,7 @@ def test_a_different_search_is_refused_in_one_line(tmp_path, capsys):
                                  'grid': {'A.x': [1, 3]}, 'gin_params': [],
                                  'seeds': [0]}, force=False)
     code = _main(['--gin_file', GIN, '--root_dir', parent, '--grid',
-                  'A.x=[1, 2]', '--dry_run'])
+                  'A.x=[1, 2]', '--dry_run', '--skip_binding_check'])
     err = capsys.readouterr().err
     assert code == 1 and len(err.splitlines()) == 1
     assert err.startswith('alf-grid-search: error: %s holds a different '
@@ -105,7 +105,8 @@ def test_failed_run_is_reported_others_finish_rerun_skips(tmp_path, fake,
     command, calls = fake
     parent = str(tmp_path / 'P')
     argv = ['--gin_file', GIN, '--root_dir', parent, '--grid',
-            "E.mode=['ok', 'fail']", '--seeds', '0,1', '--num_parallel', '2',
+            "E.mode=['ok', 'fail']", '--skip_binding_check', '--seeds', '0,1',
+            '--num_parallel', '2',
             '--train_command', command]
     assert _main(argv) == 1
     out, err = capsys.readouterr()
@@ -138,7 +139,8 @@ def test_an_unfinished_run_resumes_in_its_directory(tmp_path, fake, capsys):
     run_dir = os.path.join(parent, 'mode=ok', 'seed0')
     os.makedirs(os.path.join(run_dir, 'ckpt'))  # as a stopped alf-train
     argv = ['--gin_file', GIN, '--root_dir', parent, '--grid',
-            "E.mode=['ok']", '--train_command', command]
+            "E.mode=['ok']", '--skip_binding_check', '--train_command',
+            command]
     assert _main(argv) == 0
     assert calls() == ['%s True' % run_dir]
     assert '[1/1] start mode=ok/seed0 (resuming)' in capsys.readouterr().out
@@ -150,6 +152,7 @@ def test_ctrl_c_stops_children_once_and_leaves_them_resumable(tmp_path,
     parent = str(tmp_path / 'P')
     argv = [sys.executable, '-m', 'alf_rl.bin.grid_search', '--gin_file',
             GIN, '--root_dir', parent, '--grid', "E.mode=['wait']",
+            '--skip_binding_check',
             '--seeds', '0,1,2', '--num_parallel', '2', '--train_command',
             command]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE,
@@ -244,7 +247,8 @@ def test_real_search_summary_hparams_and_curves(tmp_path, capsys):
 def test_optuna_missing_is_one_line(tmp_path, capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, 'optuna', None)  # import fails
     code = _main(['--gin_file', GIN, '--root_dir', str(tmp_path / 'P'),
-                  '--grid', 'A.x=[1, 2]', '--optuna', '2'])
+                  '--grid', 'A.x=[1, 2]', '--optuna', '2',
+                  '--skip_binding_check'])
     assert code == 1
     assert capsys.readouterr().err == (
         "alf-grid-search: error: --optuna needs optuna: pip install "
@@ -256,7 +260,8 @@ def test_optuna_study_runs_trials_and_continues(tmp_path, fake, capsys):
     command, calls = fake
     parent = str(tmp_path / 'P')
     argv = ['--gin_file', GIN, '--root_dir', parent, '--grid',
-            "E.mode=['a', 'b']", '--seeds', '1,2', '--train_command',
+            "E.mode=['a', 'b']", '--skip_binding_check', '--seeds', '1,2',
+            '--train_command',
             command, '--num_parallel', '2']
     assert _main(argv + ['--optuna', '3']) == 0
     study = optuna.load_study(study_name='alf-grid-search',

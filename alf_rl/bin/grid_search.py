@@ -5,12 +5,21 @@ Usage::
 
     alf-grid-search --gin_file examples/ppo_cart_pole.gin --root_dir PARENT \
         --grid 'PPOLoss.gamma=[0.98, 0.99]' \
-        --grid 'Adam.learning_rate=[1e-3, 3e-4]' \
+        --grid 'LegacyAdam.learning_rate=[1e-3, 3e-4]' \
         [--gin_param 'TrainerConfig.num_env_steps=100000' ...] \
         [--seeds 0,1,2] [--num_parallel N] [--random_samples K --seed S] \
-        [--module_path DIR] [--metric AverageReturn] [--dry_run] [--force]
+        [--module_path DIR] [--metric AverageReturn] [--dry_run] [--force] \
+        [--skip_binding_check]
     alf-grid-search --summarize PARENT [--metric AverageReturn]
     alf-grid-search ... --optuna N     # TPE over the --grid choices
+
+Before anything starts (also with ``--dry_run``), every gin name and
+value -- of the gin files, the ``--gin_param`` bindings and each ``--grid``
+value -- is checked against the configurables, as ``alf-train`` checks
+them: a misspelled name or a value of the wrong type is refused with one
+line naming it (``--grid PPOLoss.gama=0.98: Configurable 'PPOLoss'
+doesn't have a parameter named 'gama'; did you mean gamma?``). This takes
+a few seconds (TensorFlow is imported, in a process of its own).
 
 A configuration is one combination of the ``--grid`` values (the cartesian
 product, or ``--random_samples K`` of it drawn with ``--seed S``); each is
@@ -82,6 +91,10 @@ def _parser() -> argparse.ArgumentParser:
     add('--force', action='store_true',
         help='Reuse a --root_dir that holds a different search.')
     add('--summarize', metavar='PARENT', help='Only summarize PARENT.')
+    add('--skip_binding_check', action='store_true',
+        help='Do not check the gin names and values against the '
+        "configurables before starting (for a --train_command that takes "
+        'other gin names).')
     add('--train_command', default=None,
         help='Command that trains one run, given alf-train flags (default: '
         'this Python with -m alf_rl.bin.train).')
@@ -96,7 +109,8 @@ def _options(args: argparse.Namespace) -> SearchOptions:
         num_parallel=args.num_parallel, random_samples=args.random_samples,
         seed=args.seed, module_paths=args.module_path, metric=args.metric,
         mode=args.mode, optuna=args.optuna, dry_run=args.dry_run,
-        force=args.force, train_command=args.train_command)
+        force=args.force, train_command=args.train_command,
+        check_bindings=not args.skip_binding_check)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:

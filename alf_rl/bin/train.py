@@ -21,8 +21,11 @@ the kernel releases when the process ends). ``alf-play`` needs no lock.
 
 Before TensorFlow is imported (seconds, not tens of seconds) the command
 checks its flags, that the gin files exist and parse as gin syntax, that
-``DIR`` can be created and written, and the lock. A start that fails later
-(an unknown environment, a bad gin value) leaves no empty ``DIR`` behind.
+``DIR`` can be created and written, and the lock. Then every gin binding's
+value is checked against its parameter's type (one line naming the
+binding). A start that fails later, up to its first iteration (an unknown
+environment, a value out of range, an error while tracing) leaves ``DIR``
+as it found it: no lock file, event file or ``config.gin``.
 
 Ctrl-C or SIGTERM: the run stops after the current compiled call, writes a
 checkpoint and exits (130 or 143); a second signal aborts at once. A run
@@ -208,17 +211,17 @@ def _rerun() -> str:
 
 
 def _fail(message: str, lock: Optional[RunDirLock] = None) -> None:
-    """Prints ``alf-train: error: MESSAGE`` and exits 1, first releasing
-    ``lock`` (removing a ``root_dir`` that this start created and left
-    empty)."""
+    """Prints ``alf-train: error: MESSAGE`` (on one line, naming the gin
+    configurable it was raised in) and exits 1, first releasing ``lock``
+    (removing the lock file this start created, and the ``root_dir`` it
+    created when that is empty then)."""
     if lock is not None:
         lock.release(remove_if_unused=True)
     # gin appends "In call to configurable 'X' (...)" lines to errors raised
-    # inside a configurable; the message already names the binding.
-    lines = [line.strip() for line in message.split('\n') if line.strip()
-             and not line.strip().startswith('In call to configurable')]
-    print('alf-train: error: %s' % ' '.join(lines), file=sys.stderr,
-          flush=True)
+    # inside a configurable: they name X (and its bindings) in the line.
+    from alf_rl.runs.binding_checks import explain_configurable_error
+    print('alf-train: error: %s' % explain_configurable_error(message),
+          file=sys.stderr, flush=True)
     sys.exit(1)
 
 

@@ -77,6 +77,11 @@ class EncoderHead(Network):
         name: module name.
     """
 
+    #: The constructor argument whose callable receives a subclass's
+    #: ``**encoder_kwargs`` (gin's binding checks look up an unknown
+    #: parameter, e.g. ``ValueNetwork.fc_layer_params``, there).
+    kwargs_forwarded_to = 'encoding_network_ctor'
+
     def __init__(self, input_tensor_spec: Nest, ctor_args: Dict[str, Any],
                  name: str):
         super().__init__(input_tensor_spec, name=name)

@@ -1,6 +1,7 @@
 """``EncodingNetwork``: nested observation -> [B, D] feature (conv + MLP)."""
 
-from typing import Callable, List, Optional, Sequence, Tuple, Union
+from typing import (Annotated, Callable, List, Optional, Sequence, Tuple,
+                    Union)
 
 import gin
 import numpy as np
@@ -14,8 +15,11 @@ from alf_rl.utils.nest import Nest
 
 # An activation: a callable on tensors or a ``tf_keras`` activation name.
 Activation = Optional[Union[str, Callable[[tf.Tensor], tf.Tensor]]]
-# ``(filters, kernel_size, strides)`` per conv layer.
-ConvLayerParams = Optional[Sequence[Tuple[int, int, int]]]
+# ``(filters, kernel_size, strides)`` per conv layer (the description is
+# what a gin binding of the wrong type is told).
+ConvLayerParams = Optional[Annotated[
+    Sequence[Tuple[int, int, int]],
+    'a sequence of (filters, kernel_size, strides) tuples of ints']]
 # Maps the flattened leaves, [N, d_i] each, to one [N, D] tensor.
 Combiner = Optional[Callable[[List[tf.Tensor]], tf.Tensor]]
 

@@ -164,7 +164,9 @@ def parse_gin(gin_files: Optional[Sequence[str]],
     directory (e.g. ``include 'sac_pendulum.gin'`` in ``examples/``). The
     files are parsed first, then each binding on its own, so an error says
     where it came from; an unknown name gets the nearest known one
-    suggested.
+    suggested. Then every bound value is checked against its parameter's
+    type (``alf_rl.runs.binding_checks.check_bindings``), before anything
+    is built.
 
     Args:
         gin_files: list of gin file paths.
@@ -174,7 +176,9 @@ def parse_gin(gin_files: Optional[Sequence[str]],
         ValueError: naming the file or the ``--gin_param`` that failed and
             why, e.g. ``--gin_param 'TrainerConfig.num_env_step=5':
             Configurable 'TrainerConfig' doesn't have a parameter named
-            'num_env_step'; did you mean num_env_steps?``.
+            'num_env_step'; did you mean num_env_steps?``, or a binding of
+            the wrong type: ``PPOLoss.gamma: expected a number, got 'high'
+            (str)``.
     """
     import gin
     import alf_rl.configurables  # noqa: F401 (registers gin names)
@@ -207,6 +211,8 @@ def parse_gin(gin_files: Optional[Sequence[str]],
                 e, with_location=False))) from e
     if root_dir:
         gin.parse_config("TrainerConfig.root_dir=%r" % root_dir)
+    from alf_rl.runs.binding_checks import check_bindings
+    check_bindings()
 
 
 _NO_PARAMETER = re.compile(

@@ -91,7 +91,9 @@ class RunCheckpoints(object):
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
-        """Holds the run directory's lock (``RunDirLock``) inside.
+        """Holds the run directory's lock (``RunDirLock``) inside; on an
+        error, a lock file (and an empty ``root_dir``) it created is
+        removed.
 
         Raises:
             RunDirLockedError: another process trains in ``root_dir``.
@@ -99,8 +101,10 @@ class RunCheckpoints(object):
         self._lock.acquire()
         try:
             yield
-        finally:
-            self._lock.release()
+        except BaseException:
+            self._lock.release(remove_if_unused=True)
+            raise
+        self._lock.release()
 
     def restore(self, describe: Callable[[], str] = lambda: '') -> \
             Optional[str]:

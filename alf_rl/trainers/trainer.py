@@ -293,8 +293,6 @@ class Trainer(object):
             lambda: ', %d env steps' % self._env_steps())
         summaries.drop_after(checkpoints.saved_wall_time(restored)
                              if restored else None)
-        summaries.open()
-        summaries.write_config()
         clock = RunClock(time.time(), self._env_steps())
         loss_info = None
         try:
@@ -306,6 +304,12 @@ class Trainer(object):
                     checkpoints.save_after_error(
                         error, getattr(self._algorithm, 'variables', ()))
                     raise
+                if summaries.train_writer is None:
+                    # Only once an iteration ran: a run that fails in its
+                    # first call (tracing included) leaves root_dir as it
+                    # found it, without event files or config.gin.
+                    summaries.open()
+                    summaries.write_config()
                 self._after_call(clock, loss_info, now)
             if loss_info is not None and self._done():
                 self._after_call(clock, loss_info, time.time(), final=True)

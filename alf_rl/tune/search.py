@@ -1,7 +1,9 @@
 """A grid (or random-sample) search from its options to its summary.
 
-``run_search`` checks the options, the gin syntax and the search record
-before any run starts (no TensorFlow), runs every configuration x seed as
+``run_search`` checks the options, the gin syntax, the gin names and
+values (against the configurables, in a process of its own: this one
+imports no TensorFlow) and the search record before any run starts, runs
+every configuration x seed as
 an ``alf-train`` process (``RunPool``: seed by seed, every
 configuration's seed 0 first), prints the tally and summarizes the
 finished runs. Rerunning the same search skips finished runs and resumes
@@ -11,6 +13,7 @@ unfinished ones from their checkpoints.
 import collections
 import os
 import shlex
+import subprocess
 import sys
 from typing import (Any, Callable, Dict, List, NamedTuple, Optional,
                     Sequence, Tuple)
@@ -18,9 +21,9 @@ from typing import (Any, Callable, Dict, List, NamedTuple, Optional,
 from alf_rl.runs.gin_files import check_gin_syntax
 from alf_rl.tune.files import DONE_FILE
 from alf_rl.tune.runner import RunPool, RunResult
-from alf_rl.tune.spec import (Config, Run, check_search_record, expand_grid,
-                              parse_grid, parse_seeds, plan_runs,
-                              train_command)
+from alf_rl.tune.spec import (Config, Run, binding_check_command,
+                              check_search_record, expand_grid, parse_grid,
+                              parse_seeds, plan_runs, train_command)
 from alf_rl.tune.summary import summarize
 
 
@@ -54,6 +57,9 @@ class SearchOptions(NamedTuple):
             grid or random search.
         dry_run: print the runs and start none.
         force: reuse a ``root_dir`` that holds a different search.
+        check_bindings: check the gin names and values against the
+            configurables first (``check_search_bindings``); False for a
+            ``train_command`` that takes other gin names.
         train_command: the program that trains one run, given
             ``alf-train``'s flags (None: this Python's ``-m
             alf_rl.bin.train``).
@@ -73,6 +79,7 @@ class SearchOptions(NamedTuple):
     dry_run: bool = False
     force: bool = False
     train_command: Optional[str] = None
+    check_bindings: bool = True
 
 
 def _search_record(options: SearchOptions, grid: Dict[str, List[Any]],
@@ -87,8 +94,9 @@ def _search_record(options: SearchOptions, grid: Dict[str, List[Any]],
 
 
 def prepare(options: SearchOptions) -> Tuple[List[Config], List[int]]:
-    """Checks the options, the gin syntax and the search record (no
-    TensorFlow) and records the search (not for a dry run).
+    """Checks the options, the gin syntax, the gin names and values
+    (``check_search_bindings``) and the search record, and records the
+    search (not for a dry run).
 
     Args:
         options: the search.
@@ -109,10 +117,45 @@ def prepare(options: SearchOptions) -> Tuple[List[Config], List[int]]:
             raise ValueError('--module_path %s: not a directory' % path)
     bindings = [b for c in configs for b in c.bindings()]
     check_gin_syntax(options.gin_files, list(options.gin_params) + bindings)
+    if options.check_bindings:
+        check_search_bindings(options, grid)
     check_search_record(root_dir,
                         _search_record(options, grid, seeds), options.force,
                         write=not options.dry_run)
     return configs, seeds
+
+
+# The line ``python -m alf_rl.runs.binding_checks`` prints on an error.
+_CHECK_ERROR = 'binding check: error: '
+
+
+def check_search_bindings(options: SearchOptions,
+                          grid: Dict[str, List[Any]]) -> None:
+    """Checks every gin name and value of the search (gin files, fixed
+    bindings, each ``--grid`` value) against the configurables, before any
+    run starts, in a process of its own (registering the configurables
+    imports TensorFlow; seconds).
+
+    Args:
+        options: the search.
+        grid: ``{gin name: [values]}`` (``parse_grid``).
+    Raises:
+        ValueError: one line naming the binding, e.g. ``--grid
+            PPOLoss.gama=0.98: Configurable 'PPOLoss' doesn't have a
+            parameter named 'gama'; did you mean gamma?``.
+    """
+    done = subprocess.run(
+        binding_check_command(options.gin_files, options.gin_params, grid,
+                              options.module_paths),
+        capture_output=True, text=True, check=False)
+    if done.returncode == 0:
+        return
+    errors = [line[len(_CHECK_ERROR):] for line in done.stderr.splitlines()
+              if line.startswith(_CHECK_ERROR)]
+    last = (done.stderr.strip().splitlines() or ['no output'])[-1]
+    raise ValueError(errors[-1] if errors else
+                     'checking the gin bindings failed (exit %d): %s' %
+                     (done.returncode, last))
 
 
 def command_for(options: SearchOptions) -> Callable[[Run], List[str]]:

@@ -240,6 +240,36 @@ def train_command(run: Run, gin_files: Sequence[str],
     return command
 
 
+def binding_check_command(gin_files: Sequence[str],
+                          gin_params: Sequence[str],
+                          grid: Dict[str, List[Any]],
+                          module_paths: Sequence[str] = ()) -> List[str]:
+    """The command that checks a search's gin names and values against
+    the configurables (``python -m alf_rl.runs.binding_checks``, this
+    Python): the gin files and fixed bindings, then each grid value alone.
+
+    Args:
+        gin_files: ``--gin_file`` paths.
+        gin_params: fixed bindings.
+        grid: ``{gin name: [values]}`` (``parse_grid``).
+        module_paths: ``--module_path`` directories.
+    Returns:
+        The argument list.
+    """
+    command = [sys.executable, '-m', 'alf_rl.runs.binding_checks']
+    for path in gin_files:
+        command += ['--gin_file', path]
+    for binding in gin_params:
+        command += ['--gin_param', binding]
+    for name, values in grid.items():
+        for value in values:
+            command += ['--grid_param', '%s=%s' % (name,
+                                                   gin_value_text(value))]
+    for path in module_paths:
+        command += ['--module_path', os.path.abspath(path)]
+    return command
+
+
 def check_search_record(parent: str, record: Dict[str, Any], force: bool,
                         write: bool = True) -> None:
     """Checks ``record`` against ``parent/grid_search.json`` and writes it.

@@ -125,12 +125,15 @@ def describe_os_error(path: str, error: BaseException) -> str:
 # ------------------------------------------------------------------ lock
 class _Held(object):
     """A lock this process holds: its file descriptor, how many
-    ``RunDirLock.acquire`` calls hold it and the directories it created."""
+    ``RunDirLock.acquire`` calls hold it, the directories it created and
+    whether it created the lock file."""
 
-    def __init__(self, fd: int, created: List[str]):
+    def __init__(self, fd: int, created: List[str],
+                 created_file: bool = False):
         self.fd = fd
         self.count = 1
         self.created = created
+        self.created_file = created_file
 
 
 class RunDirLock(object):
@@ -179,6 +182,7 @@ class RunDirLock(object):
             self._acquired = True
             return self
         created = _make_dirs(self._root)
+        created_file = not os.path.lexists(self.path)
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC,
                          0o644)
@@ -209,7 +213,7 @@ class RunDirLock(object):
                 _remove_quietly(self.path)
             _remove_dirs(created)
             raise RunDirError(_unwritable(self._root, e)) from None
-        self._held[self._key] = _Held(fd, created)
+        self._held[self._key] = _Held(fd, created, created_file)
         self._acquired = True
         return self
 
@@ -217,10 +221,10 @@ class RunDirLock(object):
         """Releases this hold (the lock itself when it is the last one).
 
         Args:
-            remove_if_unused: when the lock is released and ``root_dir``
-                holds nothing but the lock file, remove the lock file and
-                the directories ``acquire`` created (a failed start leaves
-                no empty ``root_dir`` behind).
+            remove_if_unused: when the lock is released, remove the lock
+                file if ``acquire`` created it, and the directories it
+                created if ``root_dir`` is empty then (a failed start
+                leaves ``root_dir`` as it found it).
         """
         if not self._acquired:
             return
@@ -230,13 +234,16 @@ class RunDirLock(object):
         if held.count > 0:
             return
         del self._held[self._key]
+        if remove_if_unused and held.created_file:
+            # Unlinked before unlocking: a process that opens the path
+            # from now on creates a new file and locks that.
+            _remove_quietly(self.path)
         if remove_if_unused and held.created:
             try:
-                unused = os.listdir(self._root) == [LOCK_FILE]
+                unused = os.listdir(self._root) == []
             except OSError:
                 unused = False
             if unused:
-                _remove_quietly(self.path)
                 _remove_dirs(held.created)
         fcntl.flock(held.fd, fcntl.LOCK_UN)
         os.close(held.fd)

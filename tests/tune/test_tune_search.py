@@ -45,6 +45,7 @@ def test_search_through_the_library_runs_records_and_summarizes(
     parent = str(tmp_path / 'P')
     options = SearchOptions(
         gin_files=[GIN], root_dir=parent, grid=['A.x=[1, 2]'], seeds='0-1',
+        check_bindings=False,
         num_parallel=2, random_samples=1, seed=5,
         train_command='%s -c "%s"' % (sys.executable, _FAKE))
     configs, seeds = prepare(options._replace(dry_run=True))
@@ -77,3 +78,27 @@ def test_tally_counts_and_exit_code(capsys):
     assert err == ('alf-grid-search: failed: c/seed0 (exit 2): boom '
                    '[P/c/seed0]\n')
     assert default_parallel() >= 1
+
+
+def test_a_failed_binding_check_is_one_line(tmp_path, monkeypatch):
+    import subprocess
+
+    def fake_run(command, **kwargs):
+        assert command[1:3] == ['-m', 'alf_rl.runs.binding_checks']
+        return subprocess.CompletedProcess(
+            command, 1, '', 'noise\nbinding check: error: --grid A.x=1: '
+            "No configurable matching 'A'\n")
+
+    monkeypatch.setattr(subprocess, 'run', fake_run)
+    options = SearchOptions(gin_files=[GIN], root_dir=str(tmp_path / 'P'),
+                            grid=['A.x=[1, 2]'], dry_run=True)
+    with pytest.raises(ValueError) as raised:
+        prepare(options)
+    assert str(raised.value) == "--grid A.x=1: No configurable matching 'A'"
+    # A checker that dies without its line: the last line of its stderr.
+    monkeypatch.setattr(subprocess, 'run', lambda command, **kwargs: (
+        subprocess.CompletedProcess(command, 2, '', 'Traceback\nBoom\n')))
+    with pytest.raises(ValueError, match=r'^checking the gin bindings '
+                       r'failed \(exit 2\): Boom$'):
+        prepare(options)
+    assert not os.path.exists(str(tmp_path / 'P'))

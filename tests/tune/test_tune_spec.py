@@ -3,6 +3,7 @@ and the search record."""
 
 import json
 import os
+import sys
 
 import pytest
 
@@ -143,3 +144,15 @@ def test_grid_values_that_are_gin_references_bind_as_references():
         assert probe() is ReturnScaleNormalizer
     finally:
         gin.clear_config()
+
+
+def test_binding_check_command_checks_each_grid_value_alone(tmp_path):
+    command = spec.binding_check_command(
+        ['a.gin'], ['X.y=1'], {'PPOLoss.gamma': [0.98, '%G'],
+                               'E.mode': ['ok']}, [str(tmp_path)])
+    assert command == [
+        sys.executable, '-m', 'alf_rl.runs.binding_checks',
+        '--gin_file', 'a.gin', '--gin_param', 'X.y=1',
+        '--grid_param', 'PPOLoss.gamma=0.98', '--grid_param',
+        'PPOLoss.gamma=%G', '--grid_param', "E.mode='ok'",
+        '--module_path', str(tmp_path)]

@@ -1,11 +1,15 @@
 """utils.config_types: predicates and annotation-driven type checks."""
 
-from typing import Optional
+from typing import (Annotated, Any, Callable, Dict, List, Literal, Optional,
+                    Sequence, Tuple, Union)
 
 import numpy as np
 import pytest
 
-from alf_rl.utils.config_types import check_arg_types, is_int, is_number
+from alf_rl.utils.config_types import (EXTERNAL_PARAM_TYPES, UNKNOWN,
+                                       check_arg_types, declare_param_types,
+                                       describe_annotation, is_int,
+                                       is_number, value_mismatch)
 
 
 def test_predicates():
@@ -35,3 +39,64 @@ def test_check_arg_types_accepts_and_refuses():
     for values, message in cases:
         with pytest.raises(TypeError, match=message):
             check_arg_types('Thing', _fn, values)
+
+
+_LEARNING_RATE = Annotated[Union[float, Callable[[int], float]],
+                           'a number or a schedule']
+
+
+@pytest.mark.parametrize('value, annotation, expected', [
+    # Fits: None.
+    (0.9, float, None), (1, float, None), (3, int, None),
+    (None, Optional[int], None), ((64, 64), Optional[Sequence[int]], None),
+    ([64], List[int], None), ((), Sequence[int], None),
+    ([(32, 8, 4)], Sequence[Tuple[int, int, int]], None),
+    ((1, 'a'), Tuple[int, str], None), ({'a': 1.0}, Dict[str, float], None),
+    ('relu', Union[str, Callable], None), (len, Callable[[Any], int], None),
+    ('b', Literal['a', 'b'], None), (0.1, _LEARNING_RATE, None),
+    (object(), Any, None), ('x', 'SomeForwardRef', None),
+    # Misfits: what was expected.
+    ('text', np.ndarray, 'a ndarray'),  # a class: isinstance of a literal
+    ('high', float, 'a number'), (True, float, 'a number'),
+    (2.0, int, 'an int'), (1, bool, 'a bool'), (3, str, 'a string'),
+    (64, Optional[Sequence[int]], 'a sequence of ints or None, e.g. (64,)'),
+    ('abc', Sequence[str], "a sequence of strings, e.g. ('abc',)"),
+    ((1, 'a'), Sequence[int], 'a sequence of ints'),
+    ([(32, 8)], Sequence[Tuple[int, int, int]],
+     'a sequence whose items are each a tuple (int, int, int)'),
+    ((1, 2, 3), Tuple[int, int], 'a tuple (int, int)'),
+    ([1], Dict[str, int], 'a dict'), ({1: 'a'}, Dict[str, int], 'a dict'),
+    ('squared', Callable[[Any], Any], 'a callable'),
+    (3, Optional[Union[str, Callable]], 'a string or a callable or None'),
+    ('c', Literal['a', 'b'], "one of 'a', 'b'"),
+    ('fast', _LEARNING_RATE, 'a number or a schedule'),
+    (None, float, 'a number'),
+])
+def test_value_mismatch_says_what_was_expected(value, annotation, expected):
+    assert value_mismatch(value, annotation) == expected
+
+
+def test_value_mismatch_resolves_references_and_accepts_unknown():
+    # resolve stands for gin: a macro's value, UNKNOWN for a call's result.
+    values = {'%X': 'high', '@f()': UNKNOWN}
+
+    def resolve(value):
+        return values.get(value, value) if isinstance(value, str) else value
+
+    assert value_mismatch('%X', float, resolve) == 'a number'
+    assert value_mismatch('@f()', float, resolve) is None
+    assert value_mismatch(('@f()', 3), Sequence[int], resolve) is None
+    assert value_mismatch(('%X', 3), Sequence[int], resolve) == (
+        'a sequence of ints')
+
+
+def test_declared_types_are_kept_per_function():
+    def external(rate=0.1, **kwargs):
+        del rate, kwargs
+
+    declare_param_types(external, rate=float)
+    declare_param_types(external, clip=Optional[float])
+    assert EXTERNAL_PARAM_TYPES[external] == {'rate': float,
+                                              'clip': Optional[float]}
+    assert describe_annotation(Optional[float]) == 'a number or None'
+    del EXTERNAL_PARAM_TYPES[external]
