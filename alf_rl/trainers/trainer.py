@@ -293,8 +293,9 @@ class Trainer(object):
             lambda: ', %d env steps' % self._env_steps())
         summaries.drop_after(checkpoints.saved_wall_time(restored)
                              if restored else None)
+        summaries.open()  # event files come with their first summary
         clock = RunClock(time.time(), self._env_steps())
-        loss_info = None
+        loss_info, config_written = None, False
         try:
             while not self._done() and not self._stop_requested.is_set():
                 try:
@@ -304,12 +305,12 @@ class Trainer(object):
                     checkpoints.save_after_error(
                         error, getattr(self._algorithm, 'variables', ()))
                     raise
-                if summaries.train_writer is None:
+                if not config_written:
                     # Only once an iteration ran: a run that fails in its
                     # first call (tracing included) leaves root_dir as it
                     # found it, without event files or config.gin.
-                    summaries.open()
                     summaries.write_config()
+                    config_written = True
                 self._after_call(clock, loss_info, now)
             if loss_info is not None and self._done():
                 self._after_call(clock, loss_info, time.time(), final=True)

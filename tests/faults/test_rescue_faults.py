@@ -280,7 +280,8 @@ def test_alf_train_rescue_flags(tmp_path):
     assert done.returncode == 1
     assert done.stderr.splitlines()[-1] == (
         'alf-train: error: TrainerConfig.from_checkpoint=2 and '
-        'fresh_start=True contradict each other: give one of them')
+        'fresh_start=True contradict each other: give one of them (gin: '
+        'TrainerConfig.fresh_start = True, TrainerConfig.from_checkpoint = 2)')
     done = _cli(root, '--gin_param', 'TrainerConfig.num_iterations=1',
                 '--fresh_start')
     assert done.returncode == 0, done.stderr
