@@ -21,11 +21,10 @@ From Python, build the pieces and hand them over (no gin needed)::
     result = trainer.train()
     trainer.close()
 
-``alf-train`` instead configures ``TrainerConfig`` and
-``create_environment`` with gin (see ``examples/python/``). Outputs under
-``root_dir``: ``train/`` and ``eval/`` event files, ``ckpt/``,
-``config.gin`` and the lock ``.alf_rl.lock``; building a trainer writes
-nothing there.
+``alf-train`` configures ``TrainerConfig`` and ``create_environment`` with
+gin instead. Outputs under ``root_dir``: ``train/``/``eval/`` event files,
+``ckpt/``, ``config.gin`` and the lock ``.alf_rl.lock`` (none of them before
+the first iteration ran).
 """
 
 import threading
@@ -305,10 +304,7 @@ class Trainer(object):
                     checkpoints.save_after_error(
                         error, getattr(self._algorithm, 'variables', ()))
                     raise
-                if not config_written:
-                    # Only once an iteration ran: a run that fails in its
-                    # first call (tracing included) leaves root_dir as it
-                    # found it, without event files or config.gin.
+                if not config_written:  # a failed first call leaves none
                     summaries.write_config()
                     config_written = True
                 self._after_call(clock, loss_info, now)
