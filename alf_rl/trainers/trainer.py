@@ -23,8 +23,8 @@ From Python, build the pieces and hand them over (no gin needed)::
 
 ``alf-train`` configures ``TrainerConfig`` and ``create_environment`` with
 gin instead. Outputs under ``root_dir``: ``train/``/``eval/`` event files,
-``ckpt/``, ``config.gin`` and the lock ``.alf_rl.lock`` (none of them before
-the first iteration ran).
+``ckpt/``, ``config.gin`` and the lock ``.alf_rl.lock`` (a run that fails
+before its first iteration leaves none of them).
 """
 
 import threading
