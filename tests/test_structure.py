@@ -58,6 +58,12 @@ in well under 2 s. Each failure prints one line per offence.
 
 6. Thin command-line files: no file in ``alf_rl/bin`` has more than
    ``_MAX_BIN_FILE_LINES`` (300) lines.
+
+7. Class size: no class in ``alf_rl/`` spans more than ``_MAX_CLASS_LINES``
+   (300) lines, from its ``class`` line to its last line, docstrings
+   included. ``_CLASSES_OVER_BUDGET`` lists the classes over it today with
+   their size then; like ``_OVER_BUDGET`` it may only shrink (a listed
+   class that grew, got within the budget or is gone fails the test).
 """
 
 import ast
@@ -621,6 +627,53 @@ def test_algorithms_use_one_argument_name_per_concept():
 # parsing and a call; a subsystem lives in the package (alf_rl/tune,
 # alf_rl/runs).
 _MAX_BIN_FILE_LINES = 300
+
+
+# Lines of a class, ``class`` line to last line, docstrings included: a
+# class past this holds more than one concern (split it into helpers,
+# mixins or module functions).
+_MAX_CLASS_LINES = 300
+
+# {qualified class name: lines when listed}. May only shrink.
+_CLASSES_OVER_BUDGET = {
+    'alf_rl.trainers.trainer.Trainer': 315,
+}
+
+
+def _class_sizes():
+    """{qualified name: lines} of every class in alf_rl/ (nested classes
+    named through their enclosing classes)."""
+    sizes = {}
+
+    def visit(prefix, body):
+        for node in body:
+            if isinstance(node, ast.ClassDef):
+                name = '%s.%s' % (prefix, node.name)
+                sizes[name] = node.end_lineno - node.lineno + 1
+                visit(name, node.body)
+
+    for module, _, tree in _sources().values():
+        visit(module, tree.body)
+    return sizes
+
+
+def test_classes_fit_the_size_budget():
+    sizes = _class_sizes()
+    problems = ['%s: %d lines > %d' % (name, size, _MAX_CLASS_LINES)
+                for name, size in sorted(sizes.items())
+                if size > _MAX_CLASS_LINES
+                and name not in _CLASSES_OVER_BUDGET]
+    for name, listed in sorted(_CLASSES_OVER_BUDGET.items()):
+        if name not in sizes:
+            problems.append('%s: in _CLASSES_OVER_BUDGET but gone; drop it'
+                            % name)
+        elif sizes[name] > listed:
+            problems.append('%s: grew from %d to %d lines' %
+                            (name, listed, sizes[name]))
+        elif sizes[name] <= _MAX_CLASS_LINES:
+            problems.append('%s: %d lines, within budget now; drop it from '
+                            '_CLASSES_OVER_BUDGET' % (name, sizes[name]))
+    assert not problems, '\n'.join(problems)
 
 
 def test_command_line_files_stay_thin():

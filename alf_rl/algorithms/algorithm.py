@@ -48,13 +48,14 @@ subtree. Target networks and their updaters (``TargetNetwork``,
 type, whatever attribute holds them.
 """
 
+import functools
 from typing import Any, List, Optional, Tuple, Union
 
 import numpy as np
 import tensorflow as tf
 
 from alf_rl.data_structures import Experience, LossInfo, TrainingInfo
-from alf_rl.networks.target_network import PeriodicSoftUpdate, TargetNetwork
+from alf_rl.algorithms.optimizer_sets import OptimizerSets
 from alf_rl.ops.masks import is_unset, reduce_loss_info
 from alf_rl.specs import zeros_from_spec
 from alf_rl.utils.gradient_application import (GradientApplication,
@@ -99,11 +100,7 @@ def info_of(training_info: Any, info_type: type, owner: str) -> Any:
     return info
 
 
-def _is_optimizer(obj):
-    return hasattr(obj, 'apply_gradients') and hasattr(obj, 'get_config')
-
-
-class Algorithm(tf.Module):
+class Algorithm(OptimizerSets, tf.Module):
     """Base class of algorithms (see the module docstring).
 
     Args:
@@ -253,123 +250,6 @@ class Algorithm(tf.Module):
         """
         return []
 
-    # ------------------------------------------------------------ variables
-    @property
-    def optimizer(self) -> Optional[Any]:
-        """This algorithm's own optimizer (or None)."""
-        return self._optimizer
-
-    def add_optimizer(self, optimizer: Any,
-                      modules: List[Union[tf.Module, tf.Variable]]) -> None:
-        """Trains the variables of ``modules`` with ``optimizer``.
-
-        For algorithms whose parts learn at different rates (SAC's actor,
-        critics and temperature). Variables of these modules are removed
-        from the default optimizer's set.
-
-        Args:
-            optimizer: a ``tf_keras`` optimizer.
-            modules: list of ``tf.Module``s and/or ``tf.Variable``s.
-        """
-        if optimizer is None:
-            raise ValueError("%s.add_optimizer: optimizer is None" % self.name)
-        if self._opt_var_sets is not None:
-            raise ValueError("%s.add_optimizer must be called in the "
-                             "constructor, before variables are gathered" %
-                             self.name)
-        self._module_optimizers.append((optimizer, list(modules)))
-
-    def _collect(self):
-        """(own variables, [(optimizer, variables)] of subtrees with one)."""
-        own, sets, visited = [], [], set()
-        for attr in sorted(vars(self)):
-            # '_self_*' are tf.Module's own tracking lists (they reference
-            # the same children again).
-            if (attr.startswith('_self_') or attr in (
-                    '_optimizer', '_opt_var_sets', '_module_optimizers')):
-                continue
-            value = vars(self)[attr]
-            for leaf in _flatten_attribute(value):
-                if isinstance(leaf, (TargetNetwork, PeriodicSoftUpdate)):
-                    continue  # targets follow their networks; never trained
-                if isinstance(leaf, Algorithm):
-                    if id(leaf) in visited:
-                        continue
-                    visited.add(id(leaf))
-                    child_own, child_sets = leaf._collect()
-                    if leaf._optimizer is not None:
-                        sets.append((leaf._optimizer, child_own))
-                    else:
-                        own.extend(child_own)
-                    sets.extend(child_sets)
-                elif isinstance(leaf, tf.Variable):
-                    if leaf.trainable:
-                        own.append(leaf)
-                elif isinstance(leaf, tf.Module) and not _is_optimizer(leaf):
-                    own.extend(leaf.trainable_variables)
-        explicit = []
-        for optimizer, modules in self._module_optimizers:
-            variables = []
-            for m in modules:
-                if isinstance(m, tf.Variable):
-                    variables.append(m)
-                else:
-                    variables.extend(m.trainable_variables)
-            explicit.append((optimizer, _unique(variables)))
-        claimed = {v.ref() for _, vs in explicit for v in vs}
-        own = [v for v in _unique(own) if v.ref() not in claimed]
-        return own, explicit + sets
-
-    def get_optimizer_and_variable_sets(
-            self) -> List[Tuple[Any, List[tf.Variable]]]:
-        """The list of ``(optimizer, [variables])`` this algorithm trains.
-
-        Computed once; networks are built from specs in constructors, so all
-        variables exist by then.
-
-        Raises:
-            ValueError: if a variable is reachable from two optimizers, or
-                variables have no optimizer at all.
-        """
-        if self._opt_var_sets is not None:
-            return self._opt_var_sets
-        own, sets = self._collect()
-        all_sets = ([(self._optimizer, own)] if own else []) + sets
-        seen = {}
-        for i, (opt, variables) in enumerate(all_sets):
-            if opt is None and variables:
-                raise ValueError(
-                    "%s: %d trainable variables (e.g. %s) have no optimizer: "
-                    "give this algorithm an optimizer or give its "
-                    "sub-algorithms their own" %
-                    (self.name, len(variables), variables[0].name))
-            for v in variables:
-                if v.ref() in seen and seen[v.ref()] != i:
-                    raise ValueError(
-                        "variable %s is trained by two optimizers; each "
-                        "variable must belong to exactly one algorithm" %
-                        v.name)
-                seen[v.ref()] = i
-        self._opt_var_sets = [(o, vs) for o, vs in all_sets if vs]
-        return self._opt_var_sets
-
-    def build_optimizers(self) -> None:
-        """Creates every optimizer's slot variables now.
-
-        Called by drivers before compiling: a ``tf.function`` that creates
-        variables on its first call is traced twice, and a checkpoint
-        restores slots directly instead of deferring them.
-        """
-        for optimizer, variables in self.get_optimizer_and_variable_sets():
-            if hasattr(optimizer, 'build'):
-                optimizer.build(variables)
-
-    @property
-    def trainable_variables(self) -> List[tf.Variable]:
-        """All variables this algorithm trains, without duplicates."""
-        own, sets = self._collect()
-        return _unique(own + [v for _, vs in sets for v in vs])
-
     # ------------------------------------------------------------ training
     def should_apply(self, optimizer: Any) -> Union[bool, tf.Tensor]:
         """Whether ``optimizer``'s update is applied in this update.
@@ -490,90 +370,111 @@ class Algorithm(tf.Module):
                     "replicas (a synchronization point inside tf.cond); "
                     "train it with TrainerConfig.strategy=None" %
                     (type(self).__name__, application.num_replicas))
-            if gate is True:
-                all_grads_and_vars.extend(self._apply_gradients(
-                    tape, total, optimizer, variables, application))
-                continue
-            # Which variables get a gradient is known at trace time: both
-            # branches return gradients for the same variables.
-            grads = tape.gradient(total, variables)
-            with_grad = [v for g, v in zip(grads, variables) if g is not None]
-
-            def _update(optimizer=optimizer, variables=with_grad):
-                return [g for g, _ in self._apply_gradients(
-                    tape, total, optimizer, variables, application)]
-
-            def _skip(variables=with_grad):
-                return [tf.zeros_like(v) for v in variables]
-
-            gated = tf.cond(tf.convert_to_tensor(gate), _update, _skip)
-            all_grads_and_vars.extend(zip(gated, with_grad))
+            apply = functools.partial(self._apply_gradients, tape, total,
+                                      optimizer,
+                                      application=application)
+            all_grads_and_vars.extend(
+                apply(variables) if gate is True else
+                _gated_update(gate, tape, total, variables, apply))
         return loss_info._replace(loss=total), all_grads_and_vars
 
     def _check_loss_info(self, loss_info, valid_masks):
-        """What ``calc_loss`` returned, checked in Python (at trace time):
-        a ``LossInfo`` whose non-scalar leaves have the mask's shape."""
-        where = '%s.calc_loss' % type(self).__name__
-        if not isinstance(loss_info, LossInfo):
-            raise TypeError(
-                "%s must return a LossInfo (loss=[T, B] per-step losses, "
-                "extra=summaries), got %s -- wrap it: LossInfo(loss=...)" %
-                (where, describe_returned(loss_info)))
-        if valid_masks is None:
-            return
-        want = tf.TensorShape(valid_masks.shape if tf.is_tensor(valid_masks)
-                              else np.shape(valid_masks))
-        if want.rank is None:
-            return
-        for path, leaf in flatten_with_path(
-                LossInfo(loss=loss_info.loss, extra=loss_info.extra),
-                'loss_info'):
-            if not tf.is_tensor(leaf):
-                continue
-            shape = leaf.shape
-            if shape.rank == 0:
-                continue
-            if shape.rank is not None and not shape.is_compatible_with(want):
-                raise ValueError(
-                    "%s returned %s of shape %s, expected %s (the [T, B] "
-                    "rows of the training info it was given): every "
-                    "per-step LossInfo leaf must be [T, B] or a scalar -- "
-                    "a TD loss over rows 0..T-2 needs its last row back "
-                    "(alf_rl.ops.masks.pad_last_row)" %
-                    (where, path.replace('loss_info.', '', 1),
-                     shape.as_list(), want.as_list()))
+        """``check_loss_info`` for this class's ``calc_loss``."""
+        check_loss_info(loss_info, valid_masks,
+                        '%s.calc_loss' % type(self).__name__)
 
     def _apply_gradients(self, tape: tf.GradientTape, total: tf.Tensor,
                          optimizer: Any, variables: List[tf.Variable],
                          application: GradientApplication) -> list:
-        """Gradients of ``total`` (None ones dropped), summed by
-        ``application``, clipped, applied by ``application``."""
-        grads = tape.gradient(total, variables)
-        grads_and_vars = [(g, v) for g, v in zip(grads, variables)
-                          if g is not None]
-        grads = application.sum_gradients([g for g, _ in grads_and_vars])
-        grads_and_vars = clip_gradients(
-            list(zip(grads, [v for _, v in grads_and_vars])),
+        """``apply_clipped_gradients`` with this algorithm's clipping."""
+        return apply_clipped_gradients(
+            tape, total, optimizer, variables, application,
             self._gradient_clipping, self._clip_by_global_norm)
-        application.apply(optimizer, grads_and_vars)
-        return grads_and_vars
 
 
-def _flatten_attribute(value):
-    if isinstance(value, (tf.Module, tf.Variable)):
-        return [value]
-    if isinstance(value, (list, tuple, dict)):
-        try:
-            return tf.nest.flatten(value)
-        except (TypeError, ValueError):
-            return []
-    return []
+def _gated_update(gate: Any, tape: tf.GradientTape, total: tf.Tensor,
+                  variables: List[tf.Variable], apply: Any) -> list:
+    """``apply(variables)`` inside ``tf.cond(gate)``; zero gradients when
+    the gate is false. Returns ``[(gradient, variable)]``."""
+    # Which variables get a gradient is known at trace time: both branches
+    # return gradients for the same variables.
+    grads = tape.gradient(total, variables)
+    with_grad = [v for g, v in zip(grads, variables) if g is not None]
+    gated = tf.cond(tf.convert_to_tensor(gate),
+                    lambda: [g for g, _ in apply(with_grad)],
+                    lambda: [tf.zeros_like(v) for v in with_grad])
+    return list(zip(gated, with_grad))
 
 
-def _unique(variables):
-    seen, result = set(), []
-    for v in variables:
-        if v.ref() not in seen:
-            seen.add(v.ref())
-            result.append(v)
-    return result
+def check_loss_info(loss_info: Any, valid_masks: Optional[Any],
+                    where: str) -> None:
+    """What ``calc_loss`` returned, checked in Python (at trace time): a
+    ``LossInfo`` whose non-scalar leaves have the mask's shape.
+
+    Args:
+        loss_info: what ``calc_loss`` returned.
+        valid_masks: the [T, B] mask of the update, or None (no shape
+            check).
+        where: the method for messages (``'<class>.calc_loss'``).
+    Raises:
+        TypeError: ``loss_info`` is not a ``LossInfo``.
+        ValueError: a non-scalar leaf's shape differs from the mask's.
+    """
+    if not isinstance(loss_info, LossInfo):
+        raise TypeError(
+            "%s must return a LossInfo (loss=[T, B] per-step losses, "
+            "extra=summaries), got %s -- wrap it: LossInfo(loss=...)" %
+            (where, describe_returned(loss_info)))
+    if valid_masks is None:
+        return
+    want = tf.TensorShape(valid_masks.shape if tf.is_tensor(valid_masks)
+                          else np.shape(valid_masks))
+    if want.rank is None:
+        return
+    for path, leaf in flatten_with_path(
+            LossInfo(loss=loss_info.loss, extra=loss_info.extra),
+            'loss_info'):
+        if not tf.is_tensor(leaf):
+            continue
+        shape = leaf.shape
+        if shape.rank == 0:
+            continue
+        if shape.rank is not None and not shape.is_compatible_with(want):
+            raise ValueError(
+                "%s returned %s of shape %s, expected %s (the [T, B] "
+                "rows of the training info it was given): every "
+                "per-step LossInfo leaf must be [T, B] or a scalar -- "
+                "a TD loss over rows 0..T-2 needs its last row back "
+                "(alf_rl.ops.masks.pad_last_row)" %
+                (where, path.replace('loss_info.', '', 1),
+                 shape.as_list(), want.as_list()))
+
+
+def apply_clipped_gradients(tape: tf.GradientTape, total: tf.Tensor,
+                            optimizer: Any, variables: List[tf.Variable],
+                            application: GradientApplication,
+                            gradient_clipping: Optional[float],
+                            clip_by_global_norm: bool) -> list:
+    """Gradients of ``total`` (None ones dropped), summed by
+    ``application``, clipped, applied by ``application``.
+
+    Args:
+        tape: the tape that recorded ``total``.
+        total: the scalar loss.
+        optimizer: the optimizer applying the gradients.
+        variables: the variables it trains.
+        application: the current ``GradientApplication``.
+        gradient_clipping: clip norm, or None for no clipping.
+        clip_by_global_norm: clip by the global norm instead of per tensor.
+    Returns:
+        The applied ``[(gradient, variable)]``.
+    """
+    grads = tape.gradient(total, variables)
+    grads_and_vars = [(g, v) for g, v in zip(grads, variables)
+                      if g is not None]
+    grads = application.sum_gradients([g for g, _ in grads_and_vars])
+    grads_and_vars = clip_gradients(
+        list(zip(grads, [v for _, v in grads_and_vars])),
+        gradient_clipping, clip_by_global_norm)
+    application.apply(optimizer, grads_and_vars)
+    return grads_and_vars

@@ -40,13 +40,14 @@ from typing import Any, Callable, NamedTuple, Optional, Tuple
 import tensorflow as tf
 
 from alf_rl.algorithms.algorithm import describe_returned
+from alf_rl.algorithms.mini_batches import mini_batch, shuffled_orders
 from alf_rl.algorithms.unroll import unroll
 from alf_rl.data_structures import (AlgStep, Experience, LossInfo,
                                     PolicyStep, TrainingInfo)
 from alf_rl.ops import distributions as dist_ops
 from alf_rl.ops.masks import mask_last_row
 from alf_rl.specs import add_outer_dims, time_step_spec
-from alf_rl.utils.common import (loop_traced_once, make_stateless_seed,
+from alf_rl.utils.common import (loop_traced_once,
                                  reset_state_if_necessary, trace_outputs,
                                  valid_step_mask)
 from alf_rl.utils.nest import assert_same_structure
@@ -220,31 +221,10 @@ class ReplayTrainingMixin(object):
             The ``Experience`` spec (no batch dim) that a replay buffer
             stores: distributions in ``rollout_info`` as parameter specs.
         """
-        ts_spec = add_outer_dims(self.time_step_spec, [batch_size])
-        state_spec = add_outer_dims(self.rollout_state_spec, [batch_size])
-
-        def _rollout(time_step, state):
-            return check_step_result(
-                self.rollout(self.transform_timestep(time_step), state),
-                self, 'rollout', self.rollout_state_spec).info
-
-        self._rollout_info_spec = dist_ops.extract_spec(
-            trace_outputs(_rollout, ts_spec, state_spec), from_dim=1)
+        self._rollout_info_spec = _traced_rollout_info_spec(self, batch_size)
         exp_spec = self.experience_spec
-        train_state_spec = add_outer_dims(self.train_state_spec,
-                                          [batch_size])
-
-        def _train(exp, state):
-            exp = exp._replace(rollout_info=dist_ops.params_to_distributions(
-                exp.rollout_info, self._rollout_info_spec))
-            return check_step_result(
-                self.train_step(self.transform_timestep(exp), state), self,
-                'train_step', self.train_state_spec).info
-
-        self._train_info_spec = dist_ops.extract_spec(
-            trace_outputs(_train, add_outer_dims(exp_spec, [batch_size]),
-                          train_state_spec),
-            from_dim=1)
+        self._train_info_spec = _traced_train_info_spec(
+            self, exp_spec, self._rollout_info_spec, batch_size)
         return exp_spec
 
     @property
@@ -400,34 +380,18 @@ class ReplayTrainingMixin(object):
         if self._train_info_spec is None:
             self.prepare_off_policy_specs()
         experience = self._preprocess(experience)
-        length, batch_size = experience.step_type.shape[:2]
-        if batch_size is None or length is None:
-            raise ValueError("train: experience must have static [T, B] "
-                             "outer dims, got %s" %
-                             experience.step_type.shape)
-        shape = check_mini_batches(batch_size, length, mini_batch_size,
-                                   mini_batch_length,
-                                   self.last_row_only_bootstraps)
-        if sample_weights is not None and (
-                num_updates != 1 or shape.mini_batch_length != length
-                or shape.mini_batch_size != batch_size):
-            raise ValueError("train: sample_weights need one update over "
-                             "whole sequences")
+        shape = _checked_mini_batches(experience, num_updates,
+                                      mini_batch_size, mini_batch_length,
+                                      sample_weights,
+                                      self.last_row_only_bootstraps)
         num_batches = shape.num_sequences // shape.mini_batch_size
         num_steps = int(num_updates) * num_batches
-        orders = self._orders(int(num_updates), shape.num_sequences,
-                              shuffle and num_batches > 1, seed)
+        orders = shuffled_orders(int(num_updates), shape.num_sequences,
+                                 shuffle and num_batches > 1, seed)
 
         def _step(i):
-            epoch, b = i // num_batches, i % num_batches
-            batch = experience
-            if (shape.mini_batch_size != shape.num_sequences
-                    or shape.mini_batch_length != length):
-                batch = _gather_sequences(
-                    experience, tf.slice(orders[epoch],
-                                         [b * shape.mini_batch_size],
-                                         [shape.mini_batch_size]),
-                    shape.mini_batch_length)
+            batch = mini_batch(experience, orders, i, num_batches,
+                               shape.mini_batch_size, shape.mini_batch_length)
             if update_runner is None:
                 return self._update(batch, sample_weights)
             return update_runner(self._update, batch, sample_weights)
@@ -456,46 +420,6 @@ class ReplayTrainingMixin(object):
             rollout_info=dist_ops.distributions_to_params(
                 experience.rollout_info))
 
-    @staticmethod
-    def _orders(num_passes, num_sequences, shuffle, seed):
-        """[num_passes, num_sequences] int32: one permutation per pass,
-        drawn with stateless ops (the same numbers eagerly and compiled
-        under a fixed seed)."""
-        orders = []
-        for epoch in range(num_passes):
-            if shuffle:
-                op_seed = (make_stateless_seed() if seed is None else
-                           tf.constant([seed, epoch], tf.int32))
-                orders.append(tf.argsort(tf.random.stateless_uniform(
-                    [num_sequences], op_seed)))
-            else:
-                orders.append(tf.range(num_sequences))
-        return tf.stack(orders)
-
-    def _checked_train_step(self, experience, state):
-        """``train_step``, what it returns checked (at trace time)."""
-        return check_step_result(self.train_step(experience, state), self,
-                                 'train_step', self.train_state_spec)
-
-    def _has_own_first_train_step(self):
-        """Whether row 0 runs ``first_train_step`` (declared by
-        ``has_first_train_step``, with ``last_row_only_bootstraps``); else
-        it is one more ``train_step`` row (and, in a ``tf.while_loop``, not
-        peeled)."""
-        return self.last_row_only_bootstraps and self.has_first_train_step
-
-    def _checked_first_train_step(self, experience, state):
-        """``first_train_step``, what it returns checked (at trace time)."""
-        return check_step_result(self.first_train_step(experience, state),
-                                 self, 'first_train_step',
-                                 self.train_state_spec)
-
-    def _checked_bootstrap_step(self, experience, state):
-        """``bootstrap_step``, what it returns checked (at trace time)."""
-        return check_step_result(self.bootstrap_step(experience, state),
-                                 self, 'bootstrap_step',
-                                 self.train_state_spec)
-
     def _update(self, experience, sample_weights=None):
         """One gradient update on time-major experience [L, b, ...]
         (``rollout_info`` as parameters)."""
@@ -509,7 +433,9 @@ class ReplayTrainingMixin(object):
         with tf.GradientTape(watch_accessed_variables=False,
                              persistent=persistent) as tape:
             tape.watch(variables)
-            training_info = self._unroll_rows(experience, state)
+            training_info = unroll_training_rows(
+                self, experience, state, self._rollout_info_spec,
+                self._train_info_spec)
             per_step = self.calc_loss(training_info)
         valid = valid_step_mask(training_info.step_type)
         if self.last_row_only_bootstraps:
@@ -526,74 +452,137 @@ class ReplayTrainingMixin(object):
             priority=() if priority is None else priority,
             keep_going=self.continue_training(training_info, valid))
 
-    def _unroll_rows(self, experience, state):
-        """The step hooks over time-major experience [L, b, ...] from
-        ``state`` (reset at FIRST steps): ``first_train_step`` (if the
-        class has its own), ``train_step``, ``bootstrap_step`` on the last
-        row (with ``last_row_only_bootstraps``); the [L, b] ``TrainingInfo``
-        (distributions rebuilt). Only the steps' infos are unrolled; the
-        other fields are the experience's. Run it under the update's
-        tape."""
-        length = experience.step_type.shape[0]
-        initial_state = self.get_initial_train_state(
-            tf.shape(experience.step_type)[1])
-
-        def _row(t, state, step_fn):
-            exp_t = tf.nest.map_structure(lambda x: x[t], experience)
-            state = reset_state_if_necessary(state, initial_state,
-                                             exp_t.is_first())
-            policy_step = step_fn(exp_t._replace(
-                rollout_info=dist_ops.params_to_distributions(
-                    exp_t.rollout_info, self._rollout_info_spec)), state)
-            return policy_step.state, policy_step.info
-
-        bootstraps = self.last_row_only_bootstraps
-        first_row_fn = None
-        if self._has_own_first_train_step():
-            first_row_fn = functools.partial(
-                _row, 0, step_fn=self._checked_first_train_step)
-        _, info = unroll(
-            lambda t, state: _row(t, state, self._checked_train_step),
-            state,
-            num_rows=length - 1 if bootstraps else length,
-            row_spec=self._train_info_spec,
-            batch_size=experience.step_type.shape[1],
-            final_row_fn=(lambda state: _row(
-                length - 1, state, self._checked_bootstrap_step))
-            if bootstraps else None,
-            first_row_fn=first_row_fn)
-        return TrainingInfo(
-            action=experience.action, step_type=experience.step_type,
-            reward=experience.reward, discount=experience.discount,
-            info=info, env_id=experience.env_id,
-            rollout_info=dist_ops.params_to_distributions(
-                experience.rollout_info, self._rollout_info_spec))
 
 
-def _gather_sequences(experience, index, length):
-    """Sequences ``index`` of time-major experience, time-major.
+def _traced_rollout_info_spec(algorithm: Any,
+                              batch_size: Optional[int]) -> Any:
+    """The spec of ``rollout``'s info (distributions as
+    ``DistributionSpec``s, no batch dim), by tracing ``rollout`` on the
+    time-step spec (no op runs)."""
+    ts_spec = add_outer_dims(algorithm.time_step_spec, [batch_size])
+    state_spec = add_outer_dims(algorithm.rollout_state_spec, [batch_size])
+
+    def _rollout(time_step, state):
+        return check_step_result(
+            algorithm.rollout(algorithm.transform_timestep(time_step), state),
+            algorithm, 'rollout', algorithm.rollout_state_spec).info
+
+    return dist_ops.extract_spec(
+        trace_outputs(_rollout, ts_spec, state_spec), from_dim=1)
+
+
+def _traced_train_info_spec(algorithm: Any, exp_spec: Experience,
+                            rollout_info_spec: Any,
+                            batch_size: Optional[int]) -> Any:
+    """The spec of ``train_step``'s info (no batch dim), by tracing
+    ``train_step`` on the experience spec (no op runs)."""
+    train_state_spec = add_outer_dims(algorithm.train_state_spec,
+                                      [batch_size])
+
+    def _train(exp, state):
+        exp = exp._replace(rollout_info=dist_ops.params_to_distributions(
+            exp.rollout_info, rollout_info_spec))
+        return check_step_result(
+            algorithm.train_step(algorithm.transform_timestep(exp), state),
+            algorithm, 'train_step', algorithm.train_state_spec).info
+
+    return dist_ops.extract_spec(
+        trace_outputs(_train, add_outer_dims(exp_spec, [batch_size]),
+                      train_state_spec),
+        from_dim=1)
+
+
+def _checked_mini_batches(experience: Experience, num_updates: int,
+                          mini_batch_size: Optional[int],
+                          mini_batch_length: Optional[int],
+                          sample_weights: Optional[tf.Tensor],
+                          last_row_only_bootstraps: bool) -> MiniBatchShape:
+    """``check_mini_batches`` on experience of static [T, B] outer dims;
+    sample weights only with one update over whole sequences."""
+    length, batch_size = experience.step_type.shape[:2]
+    if batch_size is None or length is None:
+        raise ValueError("train: experience must have static [T, B] "
+                         "outer dims, got %s" %
+                         experience.step_type.shape)
+    shape = check_mini_batches(batch_size, length, mini_batch_size,
+                               mini_batch_length, last_row_only_bootstraps)
+    if sample_weights is not None and (
+            num_updates != 1 or shape.mini_batch_length != length
+            or shape.mini_batch_size != batch_size):
+        raise ValueError("train: sample_weights need one update over "
+                         "whole sequences")
+    return shape
+
+
+def _checked_step(step_fn: Callable, algorithm: Any, method: str
+                  ) -> Callable:
+    """``step_fn`` (a train-time step hook of ``algorithm``), what it
+    returns checked (at trace time) by ``check_step_result``."""
+    return lambda experience, state: check_step_result(
+        step_fn(experience, state), algorithm, method,
+        algorithm.train_state_spec)
+
+
+def unroll_training_rows(algorithm: Any, experience: Experience, state: Any,
+                         rollout_info_spec: Any,
+                         train_info_spec: Any) -> TrainingInfo:
+    """The step hooks of a replay-trained ``algorithm`` over time-major
+    experience [L, b, ...] from ``state`` (reset at FIRST steps).
+
+    Row 0 runs ``first_train_step`` when the class declares
+    ``has_first_train_step`` (with ``last_row_only_bootstraps``), the last
+    row ``bootstrap_step`` (with ``last_row_only_bootstraps``), the others
+    ``train_step``; what each returns is checked. Only the steps' infos
+    are unrolled; the other fields are the experience's. Run it under the
+    update's tape.
 
     Args:
-        experience: nest of [T, B, ...], T a multiple of ``length``; its
-            sequences are numbered env-major, ``b * (T // L) + c`` for steps
-            ``c * L .. c * L + L - 1`` of env ``b``.
-        index: [b] int32 sequence numbers.
-        length: L, a Python int.
+        algorithm: the ``ReplayTrainingMixin`` algorithm.
+        experience: ``Experience`` with [L, b, ...] leaves
+            (``rollout_info`` as parameters).
+        state: the train state at row 0 ([b, ...] leaves).
+        rollout_info_spec: spec of rollout's info (distributions rebuilt
+            from it).
+        train_info_spec: spec of ``train_step``'s info (no batch dim).
     Returns:
-        nest of [L, b, ...]: one gather, no transpose.
+        The [L, b] ``TrainingInfo`` (distributions rebuilt).
     """
-    total, batch = tf.nest.flatten(experience)[0].shape[:2]
-    if length == total:
-        return tf.nest.map_structure(lambda x: tf.gather(x, index, axis=1),
-                                     experience)
-    chunks = total // length
-    steps = ((index % chunks) * length)[tf.newaxis] + tf.range(length)[:,
-                                                                    None]
-    flat_index = steps * batch + (index // chunks)[tf.newaxis]
-    return tf.nest.map_structure(
-        lambda x: tf.gather(tf.reshape(x, [total * batch] +
-                                       x.shape[2:].as_list()), flat_index),
-        experience)
+    length = experience.step_type.shape[0]
+    initial_state = algorithm.get_initial_train_state(
+        tf.shape(experience.step_type)[1])
+
+    def _row(t, state, step_fn):
+        exp_t = tf.nest.map_structure(lambda x: x[t], experience)
+        state = reset_state_if_necessary(state, initial_state,
+                                         exp_t.is_first())
+        policy_step = step_fn(exp_t._replace(
+            rollout_info=dist_ops.params_to_distributions(
+                exp_t.rollout_info, rollout_info_spec)), state)
+        return policy_step.state, policy_step.info
+
+    bootstraps = algorithm.last_row_only_bootstraps
+    train_step = _checked_step(algorithm.train_step, algorithm, 'train_step')
+    first_row_fn = None
+    if bootstraps and algorithm.has_first_train_step:
+        first_row_fn = functools.partial(_row, 0, step_fn=_checked_step(
+            algorithm.first_train_step, algorithm, 'first_train_step'))
+    final_row_fn = None
+    if bootstraps:
+        final_row_fn = functools.partial(
+            _row, length - 1, step_fn=_checked_step(
+                algorithm.bootstrap_step, algorithm, 'bootstrap_step'))
+    _, info = unroll(
+        lambda t, state: _row(t, state, train_step), state,
+        num_rows=length - 1 if bootstraps else length,
+        row_spec=train_info_spec,
+        batch_size=experience.step_type.shape[1],
+        final_row_fn=final_row_fn, first_row_fn=first_row_fn)
+    return TrainingInfo(
+        action=experience.action, step_type=experience.step_type,
+        reward=experience.reward, discount=experience.discount,
+        info=info, env_id=experience.env_id,
+        rollout_info=dist_ops.params_to_distributions(
+            experience.rollout_info, rollout_info_spec))
 
 
 class TDErrorPriority(object):

@@ -265,8 +265,9 @@ class SacAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
         self._critic2 = critic2
         self._target_critic1 = TargetNetwork(critic1, name='target_critic1')
         self._target_critic2 = TargetNetwork(critic2, name='target_critic2')
-        self._init_temperature(entropy_target_ctor, initial_log_alpha,
-                               target_entropy)
+        self._entropy_target, self._log_alpha, self._target_entropy = (
+            _temperature(entropy_target_ctor, initial_log_alpha,
+                         target_entropy, self.action_spec))
         self._td_error_loss_fn = td_error_loss_fn
         for opt, modules in ((actor_optimizer, [actor_network]),
                              (critic_optimizer, [critic1, critic2]),
@@ -281,24 +282,6 @@ class SacAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
             period=target_update_period)
         # The one scalar integer spec of discrete SAC.
         self._discrete_spec = tf.nest.flatten(action_spec)[0]
-
-    def _init_temperature(self, entropy_target_ctor: Optional[Callable],
-                          initial_log_alpha: float,
-                          target_entropy: Optional[float]) -> None:
-        """``log_alpha`` and the target entropy: the entropy target's
-        (non-trainable, moved by its controller) or a trainable variable."""
-        if entropy_target_ctor is not None:
-            self._entropy_target = entropy_target_ctor(self.action_spec)
-            self._log_alpha = self._entropy_target.log_alpha
-            self._target_entropy = self._entropy_target.target_entropy
-        else:
-            self._entropy_target = None
-            self._log_alpha = tf.Variable(float(initial_log_alpha),
-                                          dtype=tf.float32,
-                                          name='log_alpha')
-            self._target_entropy = (default_target_entropy(self.action_spec)
-                                    if target_entropy is None else
-                                    float(target_entropy))
 
     @property
     def actor_network(self) -> Any:
@@ -351,17 +334,6 @@ class SacAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
         action = alf_specs.cast_and_clip_to_spec(action, self.action_spec)
         return PolicyStep(action=action, state=state)
 
-    def _all_log_probs(self, dist: Any) -> tf.Tensor:
-        """[B, n] log pi(a|s) of every action value ``minimum + i``."""
-        spec = self._discrete_spec
-        values = tf.range(alf_specs.num_discrete_actions(spec),
-                          dtype=tf.int64)
-        values = values + int(spec.minimum)
-        values = tf.cast(values, tf.as_dtype(dist.dtype))
-        # [n, 1] broadcasts against the batch shape [B] -> [n, B].
-        log_probs = dist.log_prob(values[:, None])
-        return tf.transpose(log_probs)
-
     def _policy_and_target(self, observation: Nest, alpha: tf.Tensor,
                            with_target: bool = True
                            ) -> Tuple[Nest, Any, tf.Tensor]:
@@ -378,69 +350,14 @@ class SacAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
             keeps its gradient) or ``(pi, log pi)`` [B, n] (discrete).
         """
         dist, _ = self._actor_network(observation)
+        target_critics = (self._target_critic1, self._target_critic2)
         if self._discrete:
-            dist = tf.nest.flatten(dist)[0]
-            log_probs = self._all_log_probs(dist)
-            probs = tf.exp(log_probs)
-            sample = dist.sample(seed=make_stateless_seed())
-            action = alf_specs.cast_and_clip_to_spec(
-                tf.nest.pack_sequence_as(self.action_spec, [sample]),
-                self.action_spec)
-            policy = (probs, log_probs)
-            if not with_target:
-                return action, policy, tf.zeros_like(log_probs[:, 0])
-            target_q = tf.minimum(self._target_critic1(observation)[0],
-                                  self._target_critic2(observation)[0])
-            return action, policy, tf.stop_gradient(
-                expected_soft_state_value(probs, log_probs, target_q, alpha))
-        # Reparameterized sample; log_prob is taken on the very sample
-        # tensor so that TFP's bijector cache gives the pre-tanh value
-        # instead of atanh(tanh(x)), which saturates in float32.
-        action = dist_ops.sample_action_distribution(
-            dist, seed=make_stateless_seed())
-        log_pi = dist_ops.log_prob(dist, action)
-        if not with_target:
-            return action, log_pi, tf.zeros_like(log_pi)
-        target_q = tf.minimum(self._target_critic1((observation, action))[0],
-                              self._target_critic2((observation, action))[0])
-        return action, log_pi, tf.stop_gradient(
-            soft_state_value(target_q, log_pi, alpha))
-
-    def _continuous_terms(self, exp: Experience, action: Nest,
-                          log_pi: tf.Tensor, alpha: tf.Tensor) -> tuple:
-        """``(q1, q2, actor loss, entropy)`` [B] of continuous SAC."""
-        observation = exp.observation
-        critic_input_action = dist_ops.cast_to_spec(exp.action,
-                                                    self.action_spec)
-        q1, _ = self._critic1((observation, critic_input_action))
-        q2, _ = self._critic2((observation, critic_input_action))
-        # dQ/da with the critics' variables out of the outer tape's reach:
-        # only stop_gradient(dqda) enters the actor loss.
-        flat_action = tf.nest.flatten(action)
-        with tf.GradientTape(watch_accessed_variables=False) as tape:
-            tape.watch(flat_action)
-            a = tf.nest.pack_sequence_as(action, flat_action)
-            q_new = tf.minimum(self._critic1((observation, a))[0],
-                               self._critic2((observation, a))[0])
-        dqda = tape.gradient(q_new, flat_action)
-        actor_loss = soft_actor_loss(log_pi, q_new, flat_action, dqda, alpha)
-        return q1, q2, actor_loss, -tf.stop_gradient(log_pi)
-
-    def _discrete_terms(self, exp: Experience, probs: tf.Tensor,
-                        log_probs: tf.Tensor, alpha: tf.Tensor) -> tuple:
-        """``(q1, q2, actor loss, entropy)`` [B] of discrete SAC (exact
-        expectations over the actions)."""
-        index = tf.cast(tf.nest.flatten(exp.action)[0],
-                        tf.int64) - int(self._discrete_spec.minimum)
-        q1_all, _ = self._critic1(exp.observation)
-        q2_all, _ = self._critic2(exp.observation)
-        q1 = tf.gather(q1_all, index, axis=-1, batch_dims=1)
-        q2 = tf.gather(q2_all, index, axis=-1, batch_dims=1)
-        actor_loss = discrete_soft_actor_loss(probs, log_probs,
-                                              tf.minimum(q1_all, q2_all),
-                                              alpha)
-        entropy = tf.stop_gradient(-tf.reduce_sum(probs * log_probs, -1))
-        return q1, q2, actor_loss, entropy
+            return _discrete_policy_and_target(
+                dist, observation, self.action_spec, self._discrete_spec,
+                target_critics, alpha, with_target)
+        return _continuous_policy_and_target(dist, observation,
+                                             target_critics, alpha,
+                                             with_target)
 
     def train_step(self, exp: Experience, state: Nest) -> PolicyStep:
         """Recomputes critics, target value and actor/alpha losses at s_t.
@@ -476,25 +393,20 @@ class SacAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
         alpha = tf.stop_gradient(tf.exp(self._log_alpha))
         action, policy, target_value = self._policy_and_target(
             exp.observation, alpha, with_target)
+        critics = (self._critic1, self._critic2)
         if self._discrete:
-            q1, q2, actor_loss, entropy = self._discrete_terms(
-                exp, *policy, alpha)
+            q1, q2, actor_loss, entropy = _discrete_terms(
+                critics, exp, self._discrete_spec, *policy, alpha)
         else:
-            q1, q2, actor_loss, entropy = self._continuous_terms(
-                exp, action, policy, alpha)
-        if self._entropy_target is not None:
-            alpha_loss = tf.zeros_like(entropy)
-        else:
-            alpha_loss = temperature_loss(self._log_alpha, entropy,
-                                          self._target_entropy)
-        return PolicyStep(action=action,
-                          state=state,
-                          info=SacInfo(critic1=q1,
-                                       critic2=q2,
-                                       target_value=target_value,
-                                       actor_loss=actor_loss,
-                                       alpha_loss=alpha_loss,
-                                       entropy=entropy))
+            q1, q2, actor_loss, entropy = _continuous_terms(
+                critics, exp, self.action_spec, action, policy, alpha)
+        alpha_loss = (tf.zeros_like(entropy)
+                      if self._entropy_target is not None else
+                      temperature_loss(self._log_alpha, entropy,
+                                       self._target_entropy))
+        return PolicyStep(action=action, state=state, info=SacInfo(
+            critic1=q1, critic2=q2, target_value=target_value,
+            actor_loss=actor_loss, alpha_loss=alpha_loss, entropy=entropy))
 
     def bootstrap_step(self, exp: Experience, state: Nest) -> PolicyStep:
         """Only the target value at s_t (the last row of a sequence).
@@ -566,3 +478,117 @@ class SacAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
             self._entropy_target.adjust_alpha(training_info.info.entropy,
                                               mask)
         self._target_updater()
+
+
+def _temperature(entropy_target_ctor: Optional[Callable],
+                 initial_log_alpha: float, target_entropy: Optional[float],
+                 action_spec: Nest) -> Tuple[Optional[Any], tf.Variable,
+                                             float]:
+    """``(entropy target, log_alpha, target entropy)``: the entropy
+    target's (non-trainable ``log_alpha``, moved by its controller) or a
+    trainable ``log_alpha`` variable and ``target_entropy`` (default
+    ``default_target_entropy``)."""
+    if entropy_target_ctor is not None:
+        entropy_target = entropy_target_ctor(action_spec)
+        return (entropy_target, entropy_target.log_alpha,
+                entropy_target.target_entropy)
+    log_alpha = tf.Variable(float(initial_log_alpha), dtype=tf.float32,
+                            name='log_alpha')
+    return (None, log_alpha,
+            default_target_entropy(action_spec)
+            if target_entropy is None else float(target_entropy))
+
+
+def _all_log_probs(dist: Any, spec: Any) -> tf.Tensor:
+    """[B, n] log pi(a|s) of every action value ``minimum + i`` of the
+    scalar integer ``spec``."""
+    values = tf.range(alf_specs.num_discrete_actions(spec), dtype=tf.int64)
+    values = values + int(spec.minimum)
+    values = tf.cast(values, tf.as_dtype(dist.dtype))
+    # [n, 1] broadcasts against the batch shape [B] -> [n, B].
+    log_probs = dist.log_prob(values[:, None])
+    return tf.transpose(log_probs)
+
+
+def _discrete_policy_and_target(dist: Any, observation: Nest,
+                                action_spec: Nest, discrete_spec: Any,
+                                target_critics: Tuple[Any, Any],
+                                alpha: tf.Tensor, with_target: bool
+                                ) -> Tuple[Nest, Any, tf.Tensor]:
+    """Discrete SAC's ``_policy_and_target`` from the actor's ``dist``:
+    a sampled action, ``(pi, log pi)`` [B, n] and the expected soft value
+    [B] of the target critics' Q-values [B, n] (zeros without target)."""
+    dist = tf.nest.flatten(dist)[0]
+    log_probs = _all_log_probs(dist, discrete_spec)
+    probs = tf.exp(log_probs)
+    sample = dist.sample(seed=make_stateless_seed())
+    action = alf_specs.cast_and_clip_to_spec(
+        tf.nest.pack_sequence_as(action_spec, [sample]), action_spec)
+    policy = (probs, log_probs)
+    if not with_target:
+        return action, policy, tf.zeros_like(log_probs[:, 0])
+    target_q = tf.minimum(target_critics[0](observation)[0],
+                          target_critics[1](observation)[0])
+    return action, policy, tf.stop_gradient(
+        expected_soft_state_value(probs, log_probs, target_q, alpha))
+
+
+def _continuous_policy_and_target(dist: Any, observation: Nest,
+                                  target_critics: Tuple[Any, Any],
+                                  alpha: tf.Tensor, with_target: bool
+                                  ) -> Tuple[Nest, tf.Tensor, tf.Tensor]:
+    """Continuous SAC's ``_policy_and_target`` from the actor's ``dist``:
+    a reparameterized action, its ``log pi`` [B] and the soft value [B] of
+    the smaller target critic (zeros without target)."""
+    # Reparameterized sample; log_prob is taken on the very sample tensor
+    # so that TFP's bijector cache gives the pre-tanh value instead of
+    # atanh(tanh(x)), which saturates in float32.
+    action = dist_ops.sample_action_distribution(
+        dist, seed=make_stateless_seed())
+    log_pi = dist_ops.log_prob(dist, action)
+    if not with_target:
+        return action, log_pi, tf.zeros_like(log_pi)
+    target_q = tf.minimum(target_critics[0]((observation, action))[0],
+                          target_critics[1]((observation, action))[0])
+    return action, log_pi, tf.stop_gradient(
+        soft_state_value(target_q, log_pi, alpha))
+
+
+def _continuous_terms(critics: Tuple[Any, Any], exp: Experience,
+                      action_spec: Nest, action: Nest, log_pi: tf.Tensor,
+                      alpha: tf.Tensor) -> tuple:
+    """``(q1, q2, actor loss, entropy)`` [B] of continuous SAC: the
+    critics on the replayed action, the actor loss on the fresh ``action``
+    through ``dQ/da``."""
+    observation = exp.observation
+    critic_input_action = dist_ops.cast_to_spec(exp.action, action_spec)
+    q1, _ = critics[0]((observation, critic_input_action))
+    q2, _ = critics[1]((observation, critic_input_action))
+    # dQ/da with the critics' variables out of the outer tape's reach:
+    # only stop_gradient(dqda) enters the actor loss.
+    flat_action = tf.nest.flatten(action)
+    with tf.GradientTape(watch_accessed_variables=False) as tape:
+        tape.watch(flat_action)
+        a = tf.nest.pack_sequence_as(action, flat_action)
+        q_new = tf.minimum(critics[0]((observation, a))[0],
+                           critics[1]((observation, a))[0])
+    dqda = tape.gradient(q_new, flat_action)
+    actor_loss = soft_actor_loss(log_pi, q_new, flat_action, dqda, alpha)
+    return q1, q2, actor_loss, -tf.stop_gradient(log_pi)
+
+
+def _discrete_terms(critics: Tuple[Any, Any], exp: Experience,
+                    discrete_spec: Any, probs: tf.Tensor,
+                    log_probs: tf.Tensor, alpha: tf.Tensor) -> tuple:
+    """``(q1, q2, actor loss, entropy)`` [B] of discrete SAC (exact
+    expectations over the actions)."""
+    index = tf.cast(tf.nest.flatten(exp.action)[0],
+                    tf.int64) - int(discrete_spec.minimum)
+    q1_all, _ = critics[0](exp.observation)
+    q2_all, _ = critics[1](exp.observation)
+    q1 = tf.gather(q1_all, index, axis=-1, batch_dims=1)
+    q2 = tf.gather(q2_all, index, axis=-1, batch_dims=1)
+    actor_loss = discrete_soft_actor_loss(probs, log_probs,
+                                          tf.minimum(q1_all, q2_all), alpha)
+    entropy = tf.stop_gradient(-tf.reduce_sum(probs * log_probs, -1))
+    return q1, q2, actor_loss, entropy

@@ -42,7 +42,6 @@ start`` (see ``docs/distributed.md``).
 """
 
 import dataclasses
-import logging
 import os
 import pickle
 import socket
@@ -53,6 +52,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence
 import gin
 import numpy as np
 
+from alf_rl.distributed.ray_actor_states import ActorStates, WeightBroadcast
 from alf_rl.utils.actor_messages import (ActorFailedError, MessageQueue,
                                          describe_actor, one_line_error)
 from alf_rl.utils.actor_pool import ActorPool
@@ -359,6 +359,46 @@ def _check_counts(**counts: int) -> None:
                              (name, value))
 
 
+def _wait_for_start(ray: Any, index: int, batch_size: int, ref: Any) -> Any:
+    """``ray.get(ref)`` of actor ``index``'s first answer (its
+    ``describe``), or an ``ActorFailedError`` naming it: it could not start
+    (one line of why) or did not within ``_START_TIMEOUT``."""
+    try:
+        return ray.get(ref, timeout=_START_TIMEOUT)
+    except ray.exceptions.GetTimeoutError:
+        raise ActorFailedError(
+            "%s did not start within %.0f s (is the cluster short of "
+            "CPUs or memory? see `ray status`)" %
+            (describe_actor(index, batch_size), _START_TIMEOUT),
+            index) from None
+    except ray.exceptions.RayActorError as e:
+        raise ActorFailedError(
+            "%s could not start: %s" % (describe_actor(index, batch_size),
+                                        one_line_error(e)), index) from e
+
+
+def _create_actors(ray: Any, config: RayConfig, num_actors: int,
+                   common: Dict[str, Any], run_seed: int) -> List[Any]:
+    """Starts ``num_actors`` Ray actors of ``_RolloutActor`` (restartable,
+    ``config``'s CPUs each); ``common`` is their shared setup, actor i gets
+    ``make_worker_seed(run_seed, i)`` (its environments: ``run_seed`` for
+    actor 0). Returns the actor handles."""
+    from alf_rl.drivers.rollout_worker import make_worker_seed
+    cls = ray.remote(_RolloutActor)
+    runtime_env = _runtime_env(config, common['worker_config'])
+    options = dict(num_cpus=config.num_cpus_per_actor,
+                   max_restarts=config.max_restarts,
+                   max_task_retries=0,
+                   runtime_env=runtime_env)
+    actors = []
+    for i in range(num_actors):
+        seed = make_worker_seed(run_seed, i)
+        setup = dict(common, actor_index=i, worker_seed=seed,
+                     env_seed=run_seed if i == 0 else seed)
+        actors.append(cls.options(**options).remote(setup))
+    return actors
+
+
 class RayActorPool(ActorPool):
     """Actors as Ray actors (see the module docstring); an ``ActorPool``.
 
@@ -416,21 +456,18 @@ class RayActorPool(ActorPool):
         self._ray = _import_ray()
         self._batch = int(batch_size)
         self._learner_variables = list(learner_variables)
-        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._queue = MessageQueue(queue_size, self._stop)
-        self._latest = None  # (version, weights) published last
-        self._broadcast = (None, None, 0.0)  # (version, ObjectRef, time)
+        self._weights = WeightBroadcast(
+            self._ray.put, self._config.broadcast_interval_secs)
         self._thread = None
-        self._restarts = 0
-        self._broadcasts = 0
         self._fetch_seconds = []
         n = self._num_actors = int(num_actors)
         self._actors = []
         self._started_ray = _connect(
             self._config, n * self._config.num_cpus_per_actor)
         try:
-            self._actors = self._create_actors(n, dict(
+            self._actors = _create_actors(self._ray, self._config, n, dict(
                 unroll_length=int(unroll_length),
                 code=_pickled(algorithm_ctor, env_factory),
                 use_tf_functions=bool(use_tf_functions),
@@ -438,29 +475,8 @@ class RayActorPool(ActorPool):
         except BaseException:
             self.close()
             raise
-        self._deaths = [0] * n
-        self._alive = [False] * n
-        self._owned = [None] * n  # rollout-owned values of the last message
-        self._push_owned = [None] * n  # to send with the next request
-        self._requested = [0.0] * n  # time of each actor's last request
-        # Whether each actor sent a message since it (re)started.
-        self._delivered = [False] * n
-
-    def _create_actors(self, num_actors, common, run_seed):
-        from alf_rl.drivers.rollout_worker import make_worker_seed
-        cls = self._ray.remote(_RolloutActor)
-        runtime_env = _runtime_env(self._config, common['worker_config'])
-        options = dict(num_cpus=self._config.num_cpus_per_actor,
-                       max_restarts=self._config.max_restarts,
-                       max_task_retries=0,
-                       runtime_env=runtime_env)
-        actors = []
-        for i in range(num_actors):
-            seed = make_worker_seed(run_seed, i)
-            setup = dict(common, actor_index=i, worker_seed=seed,
-                         env_seed=run_seed if i == 0 else seed)
-            actors.append(cls.options(**options).remote(setup))
-        return actors
+        self._states = ActorStates(n, self._batch,
+                                   self._config.max_restarts)
 
     @property
     def num_actors(self) -> int:
@@ -489,7 +505,8 @@ class RayActorPool(ActorPool):
                 learner's.
         """
         from alf_rl.drivers.rollout_worker import check_same_variables
-        infos = [self._wait_for(i, a.describe.remote())
+        infos = [_wait_for_start(self._ray, i, self._batch,
+                                 a.describe.remote())
                  for i, a in enumerate(self._actors)]
         for i, info in enumerate(infos):
             where = describe_actor(i, self._batch)
@@ -500,30 +517,12 @@ class RayActorPool(ActorPool):
                     "%s: has %d environments, the learner expects %d: build "
                     "them with the same create_environment settings" %
                     (where, info['batch_size'], self._batch))
-        owned = [np.asarray(x) for x in rollout_owned]
-        self._owned = [owned] * self.num_actors
-        self._push_owned = [owned] * self.num_actors
-        self._alive = [True] * self.num_actors
+        self._states.start([np.asarray(x) for x in rollout_owned])
         self.publish(version, weights)
         self._thread = threading.Thread(target=self._collect,
                                         name='alf_rl-ray-collector',
                                         daemon=True)
         self._thread.start()
-
-    def _wait_for(self, index, ref):
-        ray = self._ray
-        try:
-            return ray.get(ref, timeout=_START_TIMEOUT)
-        except ray.exceptions.GetTimeoutError:
-            raise ActorFailedError(
-                "%s did not start within %.0f s (is the cluster short of "
-                "CPUs or memory? see `ray status`)" %
-                (describe_actor(index, self._batch), _START_TIMEOUT),
-                index) from None
-        except ray.exceptions.RayActorError as e:
-            raise ActorFailedError(
-                "%s could not start: %s" % (describe_actor(
-                    index, self._batch), one_line_error(e)), index) from e
 
     def publish(self, version: int, weights: List[Any]) -> None:
         """Makes ``weights`` the newest; they reach the actors with their
@@ -534,28 +533,11 @@ class RayActorPool(ActorPool):
             weights: immutable tensors (``snapshot``) or arrays in
                 ``publishable_variables`` order.
         """
-        with self._lock:
-            self._latest = (int(version), weights)
-
-    def _weights(self):
-        """``(version, ObjectRef)`` of the weights to send: the newest,
-        put into the object store once per broadcast interval."""
-        with self._lock:
-            version, weights = self._latest
-        sent, ref, when = self._broadcast
-        now = time.time()
-        if version != sent and (ref is None or now - when >=
-                                self._config.broadcast_interval_secs):
-            ref = self._ray.put([np.asarray(w) for w in weights])
-            self._broadcast = (version, ref, now)
-            self._broadcasts += 1
-            sent = version
-        return sent, ref
+        self._weights.publish(version, weights)
 
     def _request(self, index):
-        version, ref = self._weights()
-        owned, self._push_owned[index] = self._push_owned[index], None
-        self._requested[index] = time.time()
+        version, ref = self._weights.current()
+        owned = self._states.request(index)
         return self._actors[index].unroll.remote(version, [ref], owned)
 
     def _drop_hung(self, pending, retry):
@@ -567,32 +549,13 @@ class RayActorPool(ActorPool):
         timeout = self._config.unroll_timeout_secs
         now = time.time()
         for ref, index in list(pending.items()):
-            waited = now - self._requested[index]
-            if (timeout is None or not self._delivered[index] or
-                    waited < timeout):
+            if not self._states.waited_too_long(index, now, timeout):
                 continue
             if self._ray.wait([ref], timeout=0)[0]:
                 continue  # its message came while the queue was full
             del pending[ref]
-            where = describe_actor(index, self._batch)
-            if self._deaths[index] >= self._config.max_restarts:
-                raise ActorFailedError(
-                    "%s sent no experience for %.0f s "
-                    "(RayConfig.unroll_timeout_secs=%g): its environment "
-                    "may hang; Ray restarts it no more "
-                    "(RayConfig.max_restarts=%d)" %
-                    (where, waited, timeout, self._config.max_restarts),
-                    index)
-            self._push_owned[index] = self._owned[index]
-            self._alive[index] = self._delivered[index] = False
-            self._deaths[index] += 1
-            self._restarts += 1
-            logging.warning(
-                "%s sent no experience for %.0f s (RayConfig."
-                "unroll_timeout_secs=%g): its environment may hang; killed, "
-                "Ray restarts it (restart %d, RayConfig.max_restarts=%d)",
-                where, waited, timeout, self._deaths[index],
-                self._config.max_restarts)
+            self._states.hung(index, now - self._states.requested[index],
+                              timeout)
             self._ray.kill(self._actors[index], no_restart=False)
             retry[index] = now + _RETRY_SECS
 
@@ -640,49 +603,17 @@ class RayActorPool(ActorPool):
         try:
             result = ray.get(ref)
         except ray.exceptions.ActorDiedError as e:
-            raise self._died(index, e) from e
+            raise self._states.died(index, e) from e
         except ray.exceptions.RayActorError as e:
-            self._unavailable(index, e)
+            self._states.unavailable(index, e)
             return None
         self._fetch_seconds.append(time.time() - begin)
         if isinstance(result, _ActorFailure):
             raise ActorFailedError(
                 '%s failed: %s' % (describe_actor(index, self._batch),
                                    result.text), index, result.error)
-        self._owned[index] = result.rollout_owned
-        self._alive[index] = self._delivered[index] = True
+        self._states.received(index, result.rollout_owned)
         return result
-
-    def _died(self, index, error):
-        """The ``ActorFailedError`` of an actor that is dead for good."""
-        where = describe_actor(index, self._batch)
-        if error.actor_init_failed:
-            return ActorFailedError(
-                '%s could not start: %s' % (where, one_line_error(error)), index)
-        return ActorFailedError(
-            "%s: its process died and Ray restarts it no more "
-            "(RayConfig.max_restarts=%d, restarted %d times); %s" %
-            (where, self._config.max_restarts, self._deaths[index],
-             one_line_error(error)), index)
-
-    def _unavailable(self, index, error):
-        """An actor's call failed because its process died (Ray restarts
-        it) or while it is restarting: counts the death once."""
-        # The restarted actor starts from scratch: its next request carries
-        # its last message's rollout-owned values, and it loads the
-        # weights (its version is unset).
-        self._push_owned[index] = self._owned[index]
-        self._delivered[index] = False
-        if not self._alive[index]:
-            return  # still restarting
-        self._alive[index] = False
-        self._deaths[index] += 1
-        self._restarts += 1
-        logging.warning(
-            "%s: its process died or is unreachable (%s); Ray restarts it "
-            "(restart %d, RayConfig.max_restarts=%d)",
-            describe_actor(index, self._batch), one_line_error(error),
-            self._deaths[index], self._config.max_restarts)
 
     def get(self, timeout: float) -> 'ActorMessage':
         """The next message of any actor.
@@ -696,7 +627,7 @@ class RayActorPool(ActorPool):
                 environments), or none sent a message within ``timeout``.
         """
         return self._queue.get(timeout, lambda: '%d of %d Ray actors alive'
-                               % (sum(self._alive), self.num_actors))
+                               % (sum(self._states.alive), self.num_actors))
 
     def stats(self) -> Dict[str, float]:
         """Pool summaries: messages waiting (``async/queue_size``), actor
@@ -704,11 +635,11 @@ class RayActorPool(ActorPool):
         broadcasts and mean seconds of ``ray.get`` per message since the
         last call."""
         fetch, self._fetch_seconds = self._fetch_seconds, []
-        broadcasts, self._broadcasts = self._broadcasts, 0
+        broadcasts, self._weights.count = self._weights.count, 0
         result = {
             'async/queue_size': float(self._queue.qsize()),
-            'ray/actor_restarts': float(self._restarts),
-            'ray/actors_alive': float(sum(self._alive)),
+            'ray/actor_restarts': float(self._states.restarts),
+            'ray/actors_alive': float(sum(self._states.alive)),
             'ray/weight_broadcasts': float(broadcasts),
         }
         if fetch:

@@ -355,6 +355,62 @@ def _bounds_str(check):
                          specs_lib._short(np.asarray(check.hi)))
 
 
+def _check_action_arrays(flat_actions: Sequence[np.ndarray],
+                         checks: Sequence['_LeafCheck']) -> None:
+    """The callback's action check: every [B, ...] array of the flat
+    action has its leaf's shape and dtype and lies within its bounds (NaN
+    fails), or a ``ValueError`` naming the leaf (and, out of bounds, the
+    environment and element).
+
+    Args:
+        flat_actions: the flattened action, [B, ...] numpy arrays.
+        checks: one ``_LeafCheck`` per action leaf, in the same order.
+    """
+    for a, c in zip(flat_actions, checks):
+        if a.shape != c.shape or a.dtype != c.dtype:
+            raise ValueError(
+                "%s: expected [B=%d%s] %s from action_spec, got %s %s" %
+                (c.path, c.shape[0], ''.join(', %d' % d
+                                             for d in c.shape[1:]),
+                 c.dtype.name, list(a.shape), a.dtype.name))
+        if not c.check_bounds:
+            continue
+        # Small arrays (the usual [B] discrete action) are checked in
+        # Python: tolist() + min/max costs ~1 us, numpy reductions ~5.
+        if c.scalar_bounds and a.size <= 256:
+            values = a.ravel().tolist()
+            lo, hi = c.lo, c.hi
+            if c.is_float:
+                # Chained comparisons are False for NaN.
+                ok = all([lo <= x <= hi for x in values])
+            else:
+                ok = not values or (min(values) >= lo and
+                                    max(values) <= hi)
+        else:
+            # Comparisons with NaN are False, so NaN fails here too.
+            ok = bool(((a >= c.lo) & (a <= c.hi)).all())
+        if not ok:
+            _raise_out_of_bounds(a, c)
+
+
+def _raise_out_of_bounds(a, c):
+    """The ``ValueError`` of an action ``a`` outside ``c``'s bounds."""
+    lo = np.broadcast_to(np.asarray(c.lo, a.dtype), c.shape)
+    hi = np.broadcast_to(np.asarray(c.hi, a.dtype), c.shape)
+    bad = ~((a >= lo) & (a <= hi))
+    index = tuple(int(i) for i in np.argwhere(bad)[0])
+    env, element = index[0], index[1:]
+    value = a[index].item()
+    where = 'at env %d' % env
+    if element:
+        where += ', element %s' % (element, )
+    raise ValueError(
+        "%s: value %s %s outside action_spec bounds %s (%d of %d "
+        "values out of bounds) -- check the policy's output or clip it "
+        "to the spec" % (c.path, _describe_value(value), where,
+                         _bounds_str(c), int(bad.sum()), a.size))
+
+
 class TFPyEnvironment(TFEnvironment):
     """Runs a batched numpy ``PyEnvironment`` as a ``TFEnvironment``.
 
@@ -509,49 +565,6 @@ class TFPyEnvironment(TFEnvironment):
             fields.append(flat)
         return [x for flat in fields for x in flat]
 
-    def _check_action_arrays(self, flat_actions):
-        for a, c in zip(flat_actions, self._action_checks):
-            if a.shape != c.shape or a.dtype != c.dtype:
-                raise ValueError(
-                    "%s: expected [B=%d%s] %s from action_spec, got %s %s" %
-                    (c.path, c.shape[0], ''.join(', %d' % d
-                                                 for d in c.shape[1:]),
-                     c.dtype.name, list(a.shape), a.dtype.name))
-            if not c.check_bounds:
-                continue
-            # Small arrays (the usual [B] discrete action) are checked in
-            # Python: tolist() + min/max costs ~1 us, numpy reductions ~5.
-            if c.scalar_bounds and a.size <= 256:
-                values = a.ravel().tolist()
-                lo, hi = c.lo, c.hi
-                if c.is_float:
-                    # Chained comparisons are False for NaN.
-                    ok = all([lo <= x <= hi for x in values])
-                else:
-                    ok = not values or (min(values) >= lo and
-                                        max(values) <= hi)
-            else:
-                # Comparisons with NaN are False, so NaN fails here too.
-                ok = bool(((a >= c.lo) & (a <= c.hi)).all())
-            if not ok:
-                self._raise_out_of_bounds(a, c)
-
-    def _raise_out_of_bounds(self, a, c):
-        lo = np.broadcast_to(np.asarray(c.lo, a.dtype), c.shape)
-        hi = np.broadcast_to(np.asarray(c.hi, a.dtype), c.shape)
-        bad = ~((a >= lo) & (a <= hi))
-        index = tuple(int(i) for i in np.argwhere(bad)[0])
-        env, element = index[0], index[1:]
-        value = a[index].item()
-        where = 'at env %d' % env
-        if element:
-            where += ', element %s' % (element, )
-        raise ValueError(
-            "%s: value %s %s outside action_spec bounds %s (%d of %d "
-            "values out of bounds) -- check the policy's output or clip it "
-            "to the spec" % (c.path, _describe_value(value), where,
-                             _bounds_str(c), int(bad.sum()), a.size))
-
     def _np_step(self, *flat_actions):
         """Validates the actions, steps the PyEnvironment.
 
@@ -564,7 +577,7 @@ class TFPyEnvironment(TFEnvironment):
         try:
             with self._lock:
                 if self._check_actions:
-                    self._check_action_arrays(flat_actions)
+                    _check_action_arrays(flat_actions, self._action_checks)
                 if self._action_structure is None:
                     action = flat_actions[0]
                 else:

@@ -210,17 +210,17 @@ def test_mini_batches_are_gathered_time_major_in_sequence_order():
     """Sequences of a [T, B] batch are numbered env-major (b * T/L + c),
     the order sequences of batch-major storage had, so shuffled epochs
     draw the same sequences; each comes back [L, b], untransposed."""
-    from alf_rl.algorithms.replay_training import _gather_sequences
+    from alf_rl.algorithms.mini_batches import gather_sequences
     # value = 10 * env + step, [T=4, B=3]
     values = 10 * np.arange(3)[None, :] + np.arange(4)[:, None]
     exp = {'x': tf.constant(values), 'y': tf.constant(values)[..., None]}
     # Sequences of L=2: 0 = env 0 steps 0-1, 1 = env 0 steps 2-3,
     # 2 = env 1 steps 0-1, ... 5 = env 2 steps 2-3.
-    out = _gather_sequences(exp, tf.constant([5, 0, 3]), 2)
+    out = gather_sequences(exp, tf.constant([5, 0, 3]), 2)
     np.testing.assert_array_equal(out['x'], [[22, 0, 12], [23, 1, 13]])
     assert out['y'].shape == (2, 3, 1)
     # Whole sequences (L = T): a gather along B.
-    out = _gather_sequences(exp, tf.constant([2, 0]), 4)
+    out = gather_sequences(exp, tf.constant([2, 0]), 4)
     np.testing.assert_array_equal(out['x'], values[:, [2, 0]])
 
 
