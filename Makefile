@@ -6,8 +6,8 @@
 #                a quick part of it on Python 3.13 when an interpreter is found
 # For contributors (both install the test extras into .venv first):
 #   make lint          ruff check and mypy alone (what tests/test_lint.py runs)
-#   make format-check  ruff format --check (not yet part of make test: the
-#                      code base has not been reformatted; see CONTRIBUTING.md)
+#   make format-check  ruff format --check alone (tests/test_lint.py runs it
+#                      too, outside the only-shrinking list of older files)
 PYTHON ?= python3.11
 VENV ?= .venv
 ROOT_DIR ?= runs/ac_cart_pole
