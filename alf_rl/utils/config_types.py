@@ -199,8 +199,10 @@ def describe_annotation(annotation: Any) -> str:
         texts = [a for a in args[1:] if isinstance(a, str)]
         return texts[0] if texts else describe_annotation(args[0])
     if origin is Union:
-        texts = [describe_annotation(a) for a in args
-                 if a is not type(None)]
+        # Sorted: typing caches unions, so Union[str, Callable] may come
+        # back as an earlier-made Union[Callable, str] (same set).
+        texts = sorted(describe_annotation(a) for a in args
+                       if a is not type(None))
         return ' or '.join(texts + (['None'] if type(None) in args else []))
     if origin is typing.Literal:
         return 'one of %s' % ', '.join(map(repr, args))

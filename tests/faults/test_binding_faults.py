@@ -107,8 +107,8 @@ def test_the_checks_follow_the_encoder_a_binding_chooses():
     with pytest.raises(ValueError) as raised:
         parse_gin([], lstm + ["ActorDistributionNetwork.lstm_size='8'"])
     assert str(raised.value) == (
-        "ActorDistributionNetwork.lstm_size: expected an int or a sequence "
-        "of ints, got '8' (str)")
+        "ActorDistributionNetwork.lstm_size: expected a sequence of ints "
+        "or an int, got '8' (str)")
 
 
 def test_good_values_pass():
