@@ -405,11 +405,25 @@ def test_a_hung_actor_is_restarted_within_its_timeout_and_others_go_on(
     marker = str(tmp_path / 'hung_at')
     gin.bind_parameter('RayConfig.unroll_timeout_secs', 6.0)
     gin.bind_parameter('RayConfig.max_restarts', 1)
+    # Trains until the restart has been seen and 10 more calls ran (or
+    # 120 s): a fixed iteration count could end before the timeout on a
+    # fast, quiet machine.
     trainer = AsyncOffPolicyTrainer(
-        _config(str(tmp_path / 'run'), num_iterations=150),
+        _config(str(tmp_path / 'run'), num_iterations=100000),
         env=_hanging_env(marker), num_actors=2, actors='ray')
     times = _iteration_times(trainer)
     pool = trainer._driver.pool
+    original, start, seen = trainer._driver.run_iterations, time.time(), []
+
+    def until_restarted(*args, **kwargs):
+        result = original(*args, **kwargs)
+        if pool.stats()['ray/actor_restarts'] >= 1:
+            seen.append(1)
+        if len(seen) > 10 or time.time() - start > 120:
+            trainer.request_stop()
+        return result
+
+    trainer._driver.run_iterations = until_restarted
     try:
         with caplog.at_level('WARNING'):
             result = trainer.train()
@@ -438,7 +452,7 @@ def test_a_hung_actor_is_restarted_within_its_timeout_and_others_go_on(
     # Training went on (actor 0) while actor 1 restarted.
     after = [i for t, i in times if t > warnings[0].created]
     assert len(after) >= 5
-    assert result['iterations'] == 150
+    assert result['iterations'] == times[-1][1]
     assert stats['ray/actor_restarts'] == 1
 
 
