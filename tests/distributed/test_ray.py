@@ -452,7 +452,7 @@ def test_a_hung_actor_is_restarted_within_its_timeout_and_others_go_on(
     # Training went on (actor 0) while actor 1 restarted.
     after = [i for t, i in times if t > warnings[0].created]
     assert len(after) >= 5
-    assert result['iterations'] == times[-1][1]
+    assert result['iterations'] >= times[-1][1]
     assert stats['ray/actor_restarts'] == 1
 
 
