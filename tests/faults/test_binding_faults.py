@@ -10,7 +10,6 @@ is not iterable``). Finding 10: ``alf-grid-search --dry_run`` listed runs of
 a misspelled parameter (``gama=...``), each of which then failed.
 """
 
-import functools
 import glob
 import os
 import subprocess
@@ -20,14 +19,13 @@ import gin
 import pytest
 import tf_keras
 
-from alf_rl.algorithms import ActorCriticAlgorithm
 from alf_rl.environments.suite_unittest import ValueUnittestEnv
 from alf_rl.environments.tf_environment import TFPyEnvironment
-from alf_rl.networks import ActorDistributionNetwork, ValueNetwork
 from alf_rl.runs.binding_checks import explain_configurable_error
 from alf_rl.runs.gin_files import parse_gin
 from alf_rl.trainers import OnPolicyTrainer, TrainerConfig
 from alf_rl.tune.search import SearchOptions, prepare
+from small_algorithms import small_actor_critic
 
 REPO = os.path.join(os.path.dirname(__file__), '..', '..')
 PPO = os.path.join(REPO, 'examples', 'ppo_cart_pole.gin')
@@ -148,12 +146,8 @@ def test_a_range_error_names_the_configurable_and_its_binding():
 def _algorithm(observation_spec, action_spec):
     # The learning rate is checked by gin bindings only: from Python it
     # fails at the first update, inside the first iteration.
-    return ActorCriticAlgorithm(
+    return small_actor_critic(
         observation_spec, action_spec,
-        actor_network_ctor=functools.partial(ActorDistributionNetwork,
-                                             fc_layer_params=(8, )),
-        value_network_ctor=functools.partial(ValueNetwork,
-                                             fc_layer_params=(8, )),
         optimizer=tf_keras.optimizers.legacy.Adam(learning_rate='fast'))
 
 

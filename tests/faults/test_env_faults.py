@@ -138,16 +138,8 @@ def hanging_cart_pole(env_name, seed, env_id, max_episode_steps=None,
 
 
 def _small_actor_critic(observation_spec, action_spec):
-    import tf_keras
-    from alf_rl.algorithms import ActorCriticAlgorithm
-    from alf_rl.networks import ActorDistributionNetwork, ValueNetwork
-    return ActorCriticAlgorithm(
-        observation_spec, action_spec,
-        actor_network_ctor=functools.partial(ActorDistributionNetwork,
-                                             fc_layer_params=(8, )),
-        value_network_ctor=functools.partial(ValueNetwork,
-                                             fc_layer_params=(8, )),
-        optimizer=tf_keras.optimizers.Adam(1e-3))
+    from small_algorithms import small_actor_critic
+    return small_actor_critic(observation_spec, action_spec)
 
 
 def _trainer(root_dir, env, algorithm_ctor=_small_actor_critic,

@@ -16,7 +16,6 @@ Runs are tiny (8-unit networks, a few iterations); the environments'
 state is checkpointed, so a resumed run equals the uninterrupted one.
 """
 
-import functools
 import glob
 import os
 import stat
@@ -29,25 +28,19 @@ import tf_keras
 from tensorboard.backend.event_processing.event_accumulator import \
     EventAccumulator
 
-from alf_rl.algorithms import ActorCriticAlgorithm, DqnAlgorithm
+from alf_rl.algorithms import DqnAlgorithm
 from alf_rl.environments import suite_tf
 from alf_rl.environments.suite_unittest import ValueUnittestEnv
 from alf_rl.environments.tf_environment import TFPyEnvironment
-from alf_rl.networks import ActorDistributionNetwork, QNetwork, ValueNetwork
+from alf_rl.networks import QNetwork
 from alf_rl.trainers import OffPolicyTrainer, OnPolicyTrainer, TrainerConfig
+from small_algorithms import small_actor_critic
 
 REPO = os.path.join(os.path.dirname(__file__), '..', '..')
 EXAMPLE = os.path.join(REPO, 'examples', 'ac_cart_pole.gin')
 
 
-def _a2c(observation_spec, action_spec):
-    return ActorCriticAlgorithm(
-        observation_spec, action_spec,
-        actor_network_ctor=functools.partial(ActorDistributionNetwork,
-                                             fc_layer_params=(8, )),
-        value_network_ctor=functools.partial(ValueNetwork,
-                                             fc_layer_params=(8, )),
-        optimizer=tf_keras.optimizers.Adam(1e-3))
+_a2c = small_actor_critic
 
 
 def _dqn(observation_spec, action_spec):

@@ -9,14 +9,13 @@ import gin
 import numpy as np
 import pytest
 import tensorflow as tf
-import tf_keras
 
 from alf_rl.algorithms import ActorCriticAlgorithm
 from alf_rl.bin.train import parse_gin
 from alf_rl.environments.suite_unittest import PolicyUnittestEnv
 from alf_rl.environments.tf_environment import TFPyEnvironment
-from alf_rl.networks import ActorDistributionNetwork, ValueNetwork
 from alf_rl.trainers import OnPolicyTrainer, TrainerConfig
+from small_algorithms import small_actor_critic
 
 from test_trainer import EXAMPLE, SMALL, _events
 
@@ -34,13 +33,8 @@ class _CopyingActorCritic(ActorCriticAlgorithm):
 
 
 def _copying_actor_critic(observation_spec, action_spec):
-    return _CopyingActorCritic(
-        observation_spec, action_spec,
-        actor_network_ctor=functools.partial(ActorDistributionNetwork,
-                                             fc_layer_params=(8, )),
-        value_network_ctor=functools.partial(ValueNetwork,
-                                             fc_layer_params=(8, )),
-        optimizer=tf_keras.optimizers.Adam(1e-3))
+    return small_actor_critic(observation_spec, action_spec,
+                              algorithm_class=_CopyingActorCritic)
 
 
 def _policy_env(batch_size, seed):

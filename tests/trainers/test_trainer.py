@@ -1,6 +1,5 @@
 """Trainer end to end on CartPole: outputs, resume, checkpoints, errors."""
 
-import functools
 import glob
 import os
 
@@ -8,17 +7,15 @@ import gin
 import numpy as np
 import pytest
 import tensorflow as tf
-import tf_keras
 
-from alf_rl.algorithms import ActorCriticAlgorithm
 from alf_rl.bin.train import train
 from alf_rl.environments.suite_unittest import ValueUnittestEnv
 from alf_rl.environments.tf_environment import TFPyEnvironment
-from alf_rl.networks import ActorDistributionNetwork, ValueNetwork
 from alf_rl.trainers import OnPolicyTrainer, TrainerConfig
 from alf_rl.trainers.errors import (EnvironmentStepError, NonFiniteLossError,
                                     TrainingError, training_error_from)
 from alf_rl.utils.checkpoint import CheckpointError
+from small_algorithms import small_actor_critic
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), '..', '..', 'examples',
                        'ac_cart_pole.gin')
@@ -220,14 +217,7 @@ class _FailingEnv(ValueUnittestEnv):
         return super()._step(action)
 
 
-def _small_actor_critic(observation_spec, action_spec):
-    return ActorCriticAlgorithm(
-        observation_spec, action_spec,
-        actor_network_ctor=functools.partial(ActorDistributionNetwork,
-                                             fc_layer_params=(8, )),
-        value_network_ctor=functools.partial(ValueNetwork,
-                                             fc_layer_params=(8, )),
-        optimizer=tf_keras.optimizers.Adam(1e-3))
+_small_actor_critic = small_actor_critic
 
 
 def test_environment_error_stops_training_with_its_message(tmp_path):

@@ -1,20 +1,17 @@
 """A user's own metric end to end: updated in the graph by the driver,
 checkpointed, written to TensorBoard and shown in the progress line."""
 
-import functools
 
 import gin
 import pytest
 import tensorflow as tf
-import tf_keras
 
-from alf_rl.algorithms import ActorCriticAlgorithm
 from alf_rl.environments.suite_unittest import ValueUnittestEnv
 from alf_rl.environments.tf_environment import TFPyEnvironment
 from alf_rl.metrics import EpisodeAverageMetric, StepMetric
-from alf_rl.networks import ActorDistributionNetwork, ValueNetwork
 from alf_rl.trainers import OnPolicyTrainer, TrainerConfig
 from alf_rl.utils.checkpoint import CheckpointError
+from small_algorithms import small_actor_critic
 
 from test_trainer import _events
 
@@ -45,14 +42,7 @@ class PositiveRewards(EpisodeAverageMetric):
         return tf.cast(time_step.reward > 0, tf.float32)
 
 
-def _actor_critic(observation_spec, action_spec):
-    return ActorCriticAlgorithm(
-        observation_spec, action_spec,
-        actor_network_ctor=functools.partial(ActorDistributionNetwork,
-                                             fc_layer_params=(8, )),
-        value_network_ctor=functools.partial(ValueNetwork,
-                                             fc_layer_params=(8, )),
-        optimizer=tf_keras.optimizers.Adam(1e-3))
+_actor_critic = small_actor_critic
 
 
 def _trainer(root, num_iterations, metrics):

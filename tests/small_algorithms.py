@@ -1,0 +1,30 @@
+"""Tiny algorithms shared by the trainer and fault tests (importable from
+any test: pytest puts ``tests/`` on ``sys.path`` for its conftest)."""
+
+import functools
+
+import tf_keras
+
+from alf_rl.algorithms import ActorCriticAlgorithm
+from alf_rl.networks import ActorDistributionNetwork, ValueNetwork
+
+
+def small_actor_critic(
+    observation_spec,
+    action_spec,
+    optimizer=None,
+    algorithm_class=ActorCriticAlgorithm,
+):
+    """An A2C with (8,) actor and value networks and Adam(1e-3) (or
+    ``optimizer``); ``algorithm_class`` for a subclass under test."""
+    return algorithm_class(
+        observation_spec,
+        action_spec,
+        actor_network_ctor=functools.partial(
+            ActorDistributionNetwork, fc_layer_params=(8,)
+        ),
+        value_network_ctor=functools.partial(
+            ValueNetwork, fc_layer_params=(8,)
+        ),
+        optimizer=optimizer or tf_keras.optimizers.Adam(1e-3),
+    )
