@@ -11,6 +11,7 @@ from alf_rl.algorithms.agent_parts import (AgentInfo, AgentLossInfo,
                                            action_distribution, merged_apply,
                                            sum_part_losses)
 from alf_rl.data_structures import Experience, LossInfo, TrainingInfo
+from alf_rl.ops.masks import is_unset
 
 
 class AgentTraining(object):
@@ -41,8 +42,9 @@ class AgentTraining(object):
             float32 tensor shaped like ``reward``.
         """
         mixed = self._extrinsic_reward_coef * reward
-        if not isinstance(intrinsic_reward, tuple):  # () when unset
-            mixed += self._intrinsic_reward_coef * intrinsic_reward
+        if not is_unset(intrinsic_reward):
+            mixed += self._intrinsic_reward_coef * tf.convert_to_tensor(
+                intrinsic_reward)
         return mixed
 
     def preprocess_experience(self, experience: Experience) -> Experience:
