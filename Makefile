@@ -1,7 +1,8 @@
 # Two entry points that work on a fresh machine with Python 3.11 and pip:
 #   make train   installs into .venv and trains A2C on CartPole-v1
-#   make test    installs into .venv (with the test, dist, export and atari
-#                extras: pytest, ruff, mypy, Ray, LiteRT, ale-py) and runs
+#   make test    installs into .venv (with the test, dist, export, atari and
+#                onnx extras: pytest, ruff, mypy, Ray, LiteRT, ale-py,
+#                tf2onnx, onnxruntime) and runs
 #                the suite, whose tests/test_lint.py runs ruff and mypy; then
 #                a quick part of it on Python 3.13 when an interpreter is found
 # For contributors (both install the test extras into .venv first):
@@ -34,7 +35,7 @@ install: $(VENV)/bin/python
 	$(QUIET_BUILD) $(VENV)/bin/pip install -q -e .
 
 install-test: $(VENV)/bin/python
-	$(QUIET_BUILD) $(VENV)/bin/pip install -q -e '.[test,dist,export,atari]'
+	$(QUIET_BUILD) $(VENV)/bin/pip install -q -e '.[test,dist,export,atari,onnx]'
 
 train: install
 	$(VENV)/bin/alf-train --gin_file examples/ac_cart_pole.gin --root_dir $(ROOT_DIR)

@@ -1,5 +1,6 @@
 """Per-call latency of a policy: in-library ``predict``, the exported
-SavedModel signature and the TFLite model, at batch 1 and 64.
+SavedModel signature, the TFLite model and the ONNX model, at batch 1 and
+64.
 
 The policy is PPO's CartPole network of ``examples/ppo_cart_pole.gin``
 (64-64 tanh actor; the weights do not matter for latency), or the newest
@@ -13,7 +14,10 @@ checkpoint of ``--root_dir`` when given. Rows:
 * ``TFLite signature runner``: ``get_signature_runner('action')
   (observation=array)`` (resizes and allocates when the batch changes);
 * ``TFLite invoke``: ``set_tensor`` + ``invoke`` + ``get_tensor`` on an
-  interpreter already sized for the batch (the loop a device runs).
+  interpreter already sized for the batch (the loop a device runs);
+* ``ONNX Runtime session.run`` (with the ``[onnx]`` extra):
+  ``InferenceSession(path).run(['action'], {'observation': array})`` on
+  the ``alf-export --format onnx`` model.
 
 Each cell is the median over ``--repeats`` timings of ``--calls`` calls,
 in microseconds per call. Prints a markdown table.
@@ -106,6 +110,20 @@ def _invoke_fn(path, array):
     return call
 
 
+def _onnx_fn(algorithm, out, array):
+    """``session.run`` of the ONNX export, or None without the extra."""
+    import importlib.util
+    if not all(importlib.util.find_spec(m)
+               for m in ('tf2onnx', 'onnxruntime')):
+        return None
+    import onnxruntime
+    from alf_rl.export import export_policy
+    path = export_policy(algorithm, out, 'onnx')[0]
+    session = onnxruntime.InferenceSession(
+        path, providers=['CPUExecutionProvider'])
+    return lambda: session.run(['action'], {'observation': array})
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--calls', type=int, default=2000)
@@ -134,6 +152,10 @@ def main():
             'TFLite signature runner': lambda: lite(observation=array),
             'TFLite invoke': _invoke_fn(out + '.tflite', array),
         }
+        onnx = _onnx_fn(algorithm, out, array)
+        if onnx is not None:
+            assert np.array_equal(onnx()[0], lite(observation=array)['action'])
+            fns['ONNX Runtime session.run'] = onnx
         for name, fn in fns.items():
             rows.setdefault(name, {})[batch] = _median_us(
                 fn, args.calls, args.repeats)

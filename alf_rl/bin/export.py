@@ -1,15 +1,16 @@
-r"""Exports a trained policy as a SavedModel and/or a TFLite model.
+r"""Exports a trained policy as a SavedModel, a TFLite or an ONNX model.
 
 Usage::
 
-    alf-export --root_dir DIR --out PATH [--format saved_model|tflite|both]
+    alf-export --root_dir DIR --out PATH [--format saved_model|tflite|both|onnx]
                [--stochastic] [--gin_param ...]
 
 (or ``python -m alf_rl.bin.export ...`` without installing the console
 script). Loads ``DIR/config.gin`` and the newest checkpoint in ``DIR/ckpt``
 (as ``alf-play`` does) and writes the policy: the SavedModel directory at
 ``PATH`` and the TFLite file at ``PATH.tflite`` (with ``--format both``,
-the default; see ``alf_rl.export.output_paths``). The exported ``action``
+the default; ``--format onnx`` writes ``PATH.onnx`` with the ``[onnx]``
+extra; see ``alf_rl.export.output_paths``). The exported ``action``
 signature takes the observation (named inputs ``observation`` or
 ``observation_<path>``) and, for recurrent policies, the state; the run's
 observation normalizer is folded in. Greedy (``predict``) by default;
@@ -34,8 +35,10 @@ def _define_flags():
     flags.DEFINE_string('out', None,
                         'Output path: the SavedModel directory; the TFLite '
                         'file is PATH.tflite.')
-    flags.DEFINE_enum('format', 'both', ['saved_model', 'tflite', 'both'],
-                      'What to write.')
+    flags.DEFINE_enum('format', 'both', ['saved_model', 'tflite', 'both',
+                                         'onnx'],
+                      'What to write (onnx: PATH.onnx, needs the [onnx] '
+                      'extra).')
     flags.DEFINE_boolean('stochastic', False,
                          'Export sampling with noise inputs instead of the '
                          'greedy predict.')
@@ -50,7 +53,8 @@ def export(root_dir: str, out: str, export_format: str = 'both',
     Args:
         root_dir: a run directory written by ``alf-train``.
         out: output path (see ``alf_rl.export.output_paths``).
-        export_format: ``'saved_model'``, ``'tflite'`` or ``'both'``.
+        export_format: ``'saved_model'``, ``'tflite'``, ``'both'`` or
+            ``'onnx'``.
         stochastic: export sampling with noise inputs.
         gin_params: extra gin bindings, applied after ``config.gin``.
 

@@ -44,9 +44,9 @@ def _define_flags():
     flags.DEFINE_integer('random_seed', 0, 'Seed of the play environment.')
     flags.DEFINE_multi_string('gin_param', None, 'Extra gin bindings.')
     flags.DEFINE_string('policy', None,
-                        'Play this exported policy (a SavedModel directory '
-                        'or a .tflite file from alf-export) instead of the '
-                        'checkpoint.')
+                        'Play this exported policy (a SavedModel directory, '
+                        'a .tflite or a .onnx file from alf-export) instead '
+                        'of the checkpoint.')
 
 
 def play(root_dir: str, num_episodes: int = 5,

@@ -20,9 +20,10 @@ import tensorflow as tf
 from alf_rl.export.policy_module import (ACTION_SIGNATURE,
                                          INITIAL_STATE_SIGNATURE,
                                          ExportedPolicy)
+from alf_rl.export.onnx_conversion import ONNX_SUFFIX, convert_to_onnx
 from alf_rl.utils.quiet_stderr import stderr_captured, write_back
 
-FORMATS = ('saved_model', 'tflite', 'both')
+FORMATS = ('saved_model', 'tflite', 'both', 'onnx')
 _UNSUPPORTED_OP = re.compile(
     r"'(tf\.\w+)' op is neither a custom op nor a flex op")
 _OP_LOCATION = re.compile(r'fused\["\w+:", "([^"@]+)@')
@@ -106,6 +107,9 @@ def output_paths(out: str, export_format: str) -> List[str]:
     ``out`` without a ``.tflite`` suffix names the SavedModel directory;
     the TFLite file is ``out + '.tflite'`` (``out`` itself when it already
     ends in ``.tflite``, the SavedModel then being ``out`` without it).
+    ``onnx`` writes ``out + '.onnx'`` (``out`` itself when it ends in
+    ``.onnx``); a recurrent policy adds its ``initial_state`` model (see
+    ``alf_rl.export.onnx_conversion``), which this list does not name.
 
     Args:
         out: the ``--out`` path.
@@ -118,7 +122,12 @@ def output_paths(out: str, export_format: str) -> List[str]:
     if export_format not in FORMATS:
         raise ValueError("--format must be one of %s, got %r" %
                          ('|'.join(FORMATS), export_format))
-    base = out[:-len('.tflite')] if out.endswith('.tflite') else out
+    base = out
+    for suffix in ('.tflite', ONNX_SUFFIX):
+        if base.endswith(suffix):
+            base = base[:-len(suffix)]
+    if export_format == 'onnx':
+        return [base + ONNX_SUFFIX]
     paths = []
     if export_format in ('saved_model', 'both'):
         paths.append(base)
@@ -134,18 +143,23 @@ def export_policy(algorithm: Any, out: str, export_format: str = 'both',
     Args:
         algorithm: a built ``RLAlgorithm`` with its trained values.
         out: output path (see ``output_paths``).
-        export_format: ``'saved_model'``, ``'tflite'`` or ``'both'``.
+        export_format: ``'saved_model'``, ``'tflite'``, ``'both'`` or
+            ``'onnx'``.
         stochastic: export sampling with noise inputs instead of the greedy
             ``predict`` (see ``ExportedPolicy``).
     Returns:
-        The paths written.
+        The paths written (for ``onnx`` and a recurrent policy, with its
+        ``initial_state`` model).
     Raises:
         ValueError: an unknown format, ``stochastic`` for a policy without
-            an action distribution, or a policy that needs non-builtin
-            TFLite ops.
+            an action distribution, a policy that needs non-builtin
+            TFLite ops, or (``onnx``) a missing ``[onnx]`` extra or a model
+            onnxruntime cannot run.
     """
     paths = output_paths(out, export_format)
     policy = ExportedPolicy(algorithm, stochastic=stochastic)
+    if export_format == 'onnx':
+        return convert_to_onnx(policy, paths[0])
     if export_format != 'tflite':
         save_policy(policy, paths[0])
         saved_model_dir, tmp = paths[0], None

@@ -1,4 +1,5 @@
-"""Exported policies (SavedModel and TFLite) against the in-library policy.
+"""Exported policies (SavedModel, TFLite and, with the ``[onnx]`` extra,
+ONNX) against the in-library policy.
 
 One tiny algorithm per policy kind (hidden layer of 8, untrained: the
 export must reproduce whatever the weights are), exported once per module
@@ -13,6 +14,7 @@ TFLite), and the same with a generator that may change goals at any step
 """
 
 import functools
+import importlib.util
 import os
 
 import numpy as np
@@ -37,6 +39,9 @@ from alf_rl.networks import (ActorDistributionNetwork,
 from alf_rl.utils.common import set_random_seed
 from alf_rl.utils.normalizers import StreamingMeanVarNormalizer
 
+# ONNX exports are checked where the [onnx] extra is installed.
+HAVE_ONNX = all(importlib.util.find_spec(m) for m in ('tf2onnx',
+                                                      'onnxruntime'))
 HIDDEN = (8, )
 BATCH = 7
 DISCRETE = specs.BoundedTensorSpec([], tf.int64, 0, 2)
@@ -194,7 +199,9 @@ class Exported(object):
         paths = output_paths(out, fmt)
         self.saved = LoadedPolicy(paths[0])
         self.tflite = LoadedPolicy(paths[1]) if tflite else None
+        self.onnx = self._onnx(out) if tflite else None
         self.stochastic = self.stochastic_tflite = None
+        self.stochastic_onnx = None
         if stochastic:
             out = str(tmp / (name + '_stochastic'))
             export_policy(self.alg, out, fmt, stochastic=True)
@@ -202,6 +209,19 @@ class Exported(object):
             self.stochastic = LoadedPolicy(paths[0])
             if tflite:
                 self.stochastic_tflite = LoadedPolicy(paths[1])
+                self.stochastic_onnx = self._onnx(out, stochastic=True)
+
+    def _onnx(self, out, stochastic=False):
+        if not HAVE_ONNX:
+            return None
+        paths = export_policy(self.alg, out, 'onnx', stochastic=stochastic)
+        assert paths[0] == out + '.onnx'
+        return LoadedPolicy(paths[0])
+
+    @property
+    def numpy_runtimes(self):
+        """The loaded TFLite and ONNX greedy policies (where exported)."""
+        return [p for p in (self.tflite, self.onnx) if p is not None]
 
     @functools.cached_property
     def predict(self):
@@ -233,8 +253,8 @@ def test_greedy_export_equals_predict(exported, kind):
     got = e.saved(**inputs)['action'].numpy()
     assert got.dtype == expected.dtype.as_numpy_dtype
     np.testing.assert_array_equal(got, expected.numpy())
-    if e.tflite is not None:
-        lite = e.tflite(**inputs)['action']
+    for runtime in e.numpy_runtimes:
+        lite = runtime(**inputs)['action']
         assert lite.dtype == got.dtype and lite.shape == got.shape
         if got.dtype.kind == 'f':
             np.testing.assert_allclose(lite, got, rtol=0, atol=1e-5)
@@ -296,9 +316,10 @@ def test_stochastic_export_equals_library_sample(exported, kind):
         np.testing.assert_array_equal(got, expected)
     greedy = e.saved(**inputs)['action'].numpy()
     assert not np.array_equal(got, greedy)  # the noise is used
-    if e.stochastic_tflite is not None:
-        lite = e.stochastic_tflite(**inputs, **noise)['action']
-        np.testing.assert_allclose(lite, got, rtol=0, atol=1e-5)
+    for runtime in (e.stochastic_tflite, e.stochastic_onnx):
+        if runtime is not None:
+            lite = runtime(**inputs, **noise)['action']
+            np.testing.assert_allclose(lite, got, rtol=0, atol=1e-5)
 
 
 @pytest.mark.parametrize('kind', ['normal', 'tanh_normal'])
@@ -335,27 +356,33 @@ def test_gumbel_max_samples_the_categorical():
 
 def test_recurrent_state_carried_equals_library(exported):
     e = exported('lstm')
-    assert e.saved.state_names and e.tflite.state_names == e.saved.state_names
+    runtimes = e.numpy_runtimes
+    assert e.saved.state_names and all(
+        r.state_names == e.saved.state_names for r in runtimes)
     alg = e.alg
     state = alg.get_initial_predict_state(BATCH)
     saved_state = e.saved.initial_state(BATCH)
-    lite_state = e.tflite.initial_state(BATCH)
+    lite_states = [r.initial_state(BATCH) for r in runtimes]
     assert all(np.all(v == 0) and v.shape[0] == BATCH
-               for v in saved_state.values())
+               for states in [saved_state] + lite_states
+               for v in states.values())
     for t in range(6):
         obs = _observations(e.obs_spec, 10 + t)
         step = e.predict(_time_step(alg, obs), state)
         state = step.state
         out = e.saved(**_flat_inputs(obs), **saved_state)
         saved_state = {n: out[n].numpy() for n in e.saved.state_names}
-        lite = e.tflite(**_flat_inputs(obs), **lite_state)
-        lite_state = {n: lite[n] for n in e.tflite.state_names}
         np.testing.assert_array_equal(out['action'], step.action)
-        np.testing.assert_array_equal(lite['action'], step.action)
         flat = tf.nest.flatten(state)
         for name, value in zip(e.saved.state_names, flat):
             np.testing.assert_array_equal(saved_state[name], value)
-            np.testing.assert_allclose(lite_state[name], value, atol=1e-5)
+        for i, runtime in enumerate(runtimes):
+            lite = runtime(**_flat_inputs(obs), **lite_states[i])
+            lite_states[i] = {n: lite[n] for n in runtime.state_names}
+            np.testing.assert_array_equal(lite['action'], step.action)
+            for name, value in zip(runtime.state_names, flat):
+                np.testing.assert_allclose(lite_states[i][name], value,
+                                           atol=1e-5)
     # The state matters: from the zero state the same observation gives
     # another next state than from the carried one.
     assert e.saved.state_names == ['state_actor_0_0', 'state_actor_0_1']
@@ -379,8 +406,10 @@ def test_output_paths_and_bad_format():
     assert output_paths('/a/p', 'both') == ['/a/p', '/a/p.tflite']
     assert output_paths('/a/p.tflite', 'tflite') == ['/a/p.tflite']
     assert output_paths('/a/p.tflite', 'saved_model') == ['/a/p']
+    assert output_paths('/a/p', 'onnx') == ['/a/p.onnx']
+    assert output_paths('/a/p.onnx', 'onnx') == ['/a/p.onnx']
     with pytest.raises(ValueError, match="--format must be one of"):
-        output_paths('/a/p', 'onnx')
+        output_paths('/a/p', 'pb')
 
 
 def test_loading_a_missing_or_foreign_path_is_a_clear_error(tmp_path):

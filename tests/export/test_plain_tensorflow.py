@@ -1,8 +1,10 @@
 """A trained run exported with ``alf-export`` plays CartPole in a process
-that cannot import alf_rl (the program of docs/export.md) with the returns
+that cannot import alf_rl (the programs of docs/export.md: plain TensorFlow
+or LiteRT, and, with the ``[onnx]`` extra, onnxruntime) with the returns
 ``alf-play`` reports from the checkpoint; the documented plain-TensorFlow
 way to find and read a checkpoint works."""
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -24,6 +26,8 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
 EXAMPLE = os.path.join(_ROOT, 'examples', 'ppo_cart_pole.gin')
 DOC = os.path.join(_ROOT, 'docs', 'export.md')
 SEED, EPISODES = 3, 3
+HAVE_ONNX = all(importlib.util.find_spec(m) for m in ('tf2onnx',
+                                                      'onnxruntime'))
 
 # Runs a script with only the standard library and site-packages on
 # sys.path: -I ignores PYTHONPATH, the user site and the current directory,
@@ -42,12 +46,26 @@ runpy.run_path(sys.argv[0], run_name='__main__')
 '''
 
 
-def _doc_program() -> str:
+def _doc_program(marker: str = 'plain-tf-player') -> str:
     text = open(DOC).read()
-    match = re.search(r'<!-- plain-tf-player -->\s*```python\n(.*?)```',
+    match = re.search(r'<!-- %s -->\s*```python\n(.*?)```' % marker,
                       text, re.DOTALL)
-    assert match, 'docs/export.md lost its plain-tf-player program'
+    assert match, 'docs/export.md lost its %s program' % marker
     return match.group(1)
+
+
+def _play_isolated(program: str, path: str, tmp) -> str:
+    """Runs a docs program on ``path`` where alf_rl cannot be imported;
+    returns its last line."""
+    script = tmp / 'play_cartpole.py'
+    script.write_text(program)
+    site = sysconfig.get_paths()['purelib']
+    result = subprocess.run(
+        [sys.executable, '-I', '-S', '-c', _ISOLATED, site, str(script),
+         path, str(SEED), str(EPISODES)],
+        cwd=str(tmp), capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout.strip().splitlines()[-1]
 
 
 @pytest.fixture(scope='module')
@@ -76,19 +94,27 @@ def test_plain_tensorflow_program_plays_with_alf_play_returns(run, capsys):
     root, paths, tmp = run
     returns = play(root, num_episodes=EPISODES, seed=SEED)
     gin.clear_config()
-    script = tmp / 'play_cartpole.py'
-    script.write_text(_doc_program())
-    site = sysconfig.get_paths()['purelib']
     for path in paths:
-        result = subprocess.run(
-            [sys.executable, '-I', '-S', '-c', _ISOLATED, site, str(script),
-             path, str(SEED), str(EPISODES)],
-            cwd=str(tmp), capture_output=True, text=True, timeout=120)
-        assert result.returncode == 0, result.stderr[-2000:]
-        line = result.stdout.strip().splitlines()[-1]
+        line = _play_isolated(_doc_program(), path, tmp)
         assert 'mean return %.2f' % np.mean(returns) in line, (path, line,
                                                                returns)
         assert 'returns %s' % [float(r) for r in returns] in line
+
+
+@pytest.mark.skipif(not HAVE_ONNX, reason='needs the [onnx] extra')
+def test_onnx_program_plays_with_alf_play_returns(run):
+    root, _, tmp = run
+    returns = play(root, num_episodes=EPISODES, seed=SEED)
+    gin.clear_config()
+    onnx_path = export(root, str(tmp / 'policy'), 'onnx')
+    gin.clear_config()
+    assert onnx_path == [str(tmp / 'policy.onnx')]
+    line = _play_isolated(_doc_program('onnx-player'), onnx_path[0], tmp)
+    assert 'returns %s' % [float(r) for r in returns] in line, (line, returns)
+    # alf-play --policy plays the .onnx file the same way.
+    assert play(root, num_episodes=EPISODES, seed=SEED,
+                policy=onnx_path[0]) == returns
+    gin.clear_config()
 
 
 def test_documented_checkpoint_lookup(run):
