@@ -107,12 +107,24 @@ def run_app(main_fn: Callable[[List[str]], None]) -> None:
     (``os._exit``; ``atexit`` handlers are run first). An exception other
     than ``SystemExit`` propagates unchanged (normal traceback and exit).
 
+    ``--help`` (``-h``) prints the tool's own help (``cli_help.help_text``:
+    its usage and flags, from ``main_fn``'s module) and exits 0.
+
     Args:
         main_fn: ``main(argv)`` for ``absl.app.run``.
     """
     import atexit
     import logging
     from absl import app
+    from alf_rl.runs.cli_help import help_text, wants_help
+    if wants_help(sys.argv[1:]):
+        prog = os.path.basename(sys.argv[0])
+        spec = getattr(sys.modules['__main__'], '__spec__', None)
+        if main_fn.__module__ == '__main__' and spec is not None:
+            prog = 'python -m %s' % spec.name  # run with python -m
+        print(help_text(main_fn.__module__, prog))
+        sys.stdout.flush()
+        os._exit(0)
     try:
         app.run(main_fn)
         code = 0
