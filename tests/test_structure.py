@@ -8,7 +8,7 @@ in well under 2 s. Each failure prints one line per offence.
    and may import only modules of a layer of *lower* rank, or of its own
    layer. Two different layers of the same rank are siblings and may not
    import each other (replay and drivers; environments, ops and metrics).
-   ``_ALLOWED_IMPORTS`` holds reasoned exceptions (none today). Top-level
+   ``_ALLOWED_IMPORTS`` holds reasoned exceptions (one today). Top-level
    and function-local imports both count, and so do
    ``importlib.import_module`` calls with a literal name. Besides the
    ranks: ``alf_rl.algorithms`` imports neither ``gymnasium`` nor gin's
@@ -119,7 +119,8 @@ _LAYERS = {
     'alf_rl.tune': 11,
     # The console scripts: flag parsing and a call. Nothing imports bin/.
     'alf_rl.bin': 12,
-    # The package itself (alf_rl/__init__.py) imports nothing of alf_rl.
+    # The package itself (alf_rl/__init__.py) imports nothing of alf_rl but
+    # the hook in _ALLOWED_IMPORTS.
     'alf_rl': 0,
 }
 
@@ -129,7 +130,11 @@ _GIN_PARSING = {'parse_config', 'parse_config_file',
 
 # Import-direction violations that live in files another change owns; each
 # with a reason. Keys are ``(importing module, imported module)``.
-_ALLOWED_IMPORTS = {}
+_ALLOWED_IMPORTS = {
+    # ``import alf_rl`` installs the import hook that keeps TensorFlow's
+    # start-up notices off the terminal (pure Python, imports no TF).
+    ('alf_rl', 'alf_rl.utils'): 'quiet TensorFlow import hook',
+}
 
 # ---------------------------------------------------------------------------
 # 2. Names only a framework calls (never referenced from alf_rl's code).
