@@ -1,14 +1,16 @@
 # Two entry points that work on a fresh machine with Python 3.11 and pip:
 #   make train   installs into .venv and trains A2C on CartPole-v1
-#   make test    installs into .venv (with the test, dist, export, atari and
-#                onnx extras: pytest, ruff, mypy, Ray, LiteRT, ale-py,
-#                tf2onnx, onnxruntime) and runs
+#   make test    installs into .venv (with the test, dist, export, atari,
+#                onnx and docs extras: pytest, ruff, mypy, Ray, LiteRT,
+#                ale-py, tf2onnx, onnxruntime, mkdocs) and runs
 #                the suite, whose tests/test_lint.py runs ruff and mypy; then
 #                a quick part of it on Python 3.13 when an interpreter is found
 # For contributors (both install the test extras into .venv first):
 #   make lint          ruff check and mypy alone (what tests/test_lint.py runs)
 #   make format-check  ruff format --check alone (tests/test_lint.py runs it
 #                      too, outside the only-shrinking list of older files)
+#   make docs          the documentation site with its API reference, into
+#                      site/ (strict: tests/test_docs_site.py builds it too)
 PYTHON ?= python3.11
 VENV ?= .venv
 ROOT_DIR ?= runs/ac_cart_pole
@@ -25,7 +27,7 @@ VENV313 ?= .venv313
 QUIET_BUILD = PYTHONWARNINGS='ignore:Editable installation.:UserWarning'
 QUICK_TESTS ?= tests/test_structure.py tests/ops tests/metrics tests/utils tests/replay tests/networks 'tests/test_examples.py::test_example_trains_briefly[ac_cart_pole.gin]'
 
-.PHONY: install install-test train test test-py313 lint format-check clean
+.PHONY: install install-test train test test-py313 lint format-check docs clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -35,7 +37,7 @@ install: $(VENV)/bin/python
 	$(QUIET_BUILD) $(VENV)/bin/pip install -q -e .
 
 install-test: $(VENV)/bin/python
-	$(QUIET_BUILD) $(VENV)/bin/pip install -q -e '.[test,dist,export,atari,onnx]'
+	$(QUIET_BUILD) $(VENV)/bin/pip install -q -e '.[test,dist,export,atari,onnx,docs]'
 
 train: install
 	$(VENV)/bin/alf-train --gin_file examples/ac_cart_pole.gin --root_dir $(ROOT_DIR)
@@ -54,6 +56,9 @@ test-py313:
 		$(QUIET_BUILD) $(VENV313)/bin/pip install -q -e '.[test]' && \
 		$(VENV313)/bin/python -m pytest -n 2 -q -p no:cacheprovider $(QUICK_TESTS); \
 	fi
+
+docs: install-test
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict -d site
 
 lint: install-test
 	$(VENV)/bin/ruff check alf_rl tests

@@ -42,19 +42,23 @@ class PPOAlgorithm(EpochTraining, ActorCriticAlgorithm):
     so ``TrainerConfig.mini_batch_length`` may be 1: mini-batches of single
     transitions, as in the paper (use whole sequences for RNN policies).
 
+    The other arguments (``actor_network_ctor``, ``value_network_ctor``,
+    ``optimizer``, ...) are ``ActorCriticAlgorithm``'s, passed through
+    ``**kwargs``; among them ``use_rollout_state``, for recurrent networks:
+    store the rollout state in the experience and start every training
+    sequence from it (then ``TrainerConfig.mini_batch_length`` must be > 1,
+    e.g. the whole unroll).
+
     Args:
-        observation_spec, action_spec, actor_network_ctor,
-            value_network_ctor, optimizer, **kwargs: as
-            ``ActorCriticAlgorithm``.
+        observation_spec: as ``ActorCriticAlgorithm``.
+        action_spec: as ``ActorCriticAlgorithm``.
         loss: a ``PPOLoss``; defaults to ``PPOLoss()``.
         target_kl: if set, stop this iteration's remaining epochs and
             mini-batches once a mini-batch's mean approximate KL
             (``(r - 1) - log r``, r = pi / pi_old) exceeds
             ``1.5 * target_kl`` (as SB3).
-        use_rollout_state: for recurrent networks: store the rollout state
-            in the experience and start every training sequence from it
-            (then ``TrainerConfig.mini_batch_length`` must be > 1, e.g. the
-            whole unroll).
+        name: the algorithm's name.
+        **kwargs: ``ActorCriticAlgorithm``'s other arguments.
     """
 
     def __init__(self,

@@ -68,8 +68,12 @@ class PPOLoss(ActorCriticLoss):
             loss and the loss of ``v_old + clip(v - v_old, -c, c)``.
         normalize_advantages: normalize advantages over the valid steps of
             each mini-batch.
-        gamma, td_lambda, td_error_loss_fn, advantage_clip,
-            entropy_regularization, td_loss_weight: as ``ActorCriticLoss``.
+        gamma: as ``ActorCriticLoss``.
+        td_lambda: as ``ActorCriticLoss``.
+        td_error_loss_fn: as ``ActorCriticLoss``.
+        advantage_clip: as ``ActorCriticLoss``.
+        entropy_regularization: as ``ActorCriticLoss``.
+        td_loss_weight: as ``ActorCriticLoss``.
     """
 
     def __init__(self,

@@ -160,7 +160,8 @@ class ReplayTrainingMixin(object):
         use_rollout_state: store the rollout state in the experience and
             start each training sequence from it (RNN policies); else
             sequences start from the initial train state.
-        *args, **kwargs: passed on to the next class (``RLAlgorithm``).
+        *args: passed on to the next class (``RLAlgorithm``).
+        **kwargs: passed on to the next class (``RLAlgorithm``).
     """
 
     #: Whether the last row of every training sequence only bootstraps the

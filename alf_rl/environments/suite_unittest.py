@@ -254,8 +254,11 @@ class RNNPolicyUnittestEnv(UnittestEnv):
     when obs0 = 1 and ``a = 0`` when obs0 = -1); earlier rewards are 0.
 
     Args:
-        batch_size, episode_length, obs_dim, action_type, seed: see
-            ``UnittestEnv``.
+        batch_size: see ``UnittestEnv``.
+        episode_length: see ``UnittestEnv``.
+        obs_dim: see ``UnittestEnv``.
+        action_type: see ``UnittestEnv``.
+        seed: see ``UnittestEnv``.
         gap: first episode step with a reward (``1 <= gap <
             episode_length``).
     """

@@ -78,7 +78,9 @@ class NonFiniteLossError(TrainingError):
     left it, and the trainer checkpoints it before raising.
 
     Args:
-        message, iteration, last_iteration: see ``TrainingError``.
+        message: see ``TrainingError``.
+        iteration: see ``TrainingError``.
+        last_iteration: see ``TrainingError``.
         loss_name: the algorithm's ``name`` the check names (e.g.
             ``'PPOAlgorithm'``).
         components: the loss components the check names (paths such as
@@ -109,7 +111,9 @@ class EnvironmentStepError(TrainingError):
     """The environment's Python callback raised inside a compiled call.
 
     Args:
-        message, iteration, last_iteration: see ``TrainingError``.
+        message: see ``TrainingError``.
+        iteration: see ``TrainingError``.
+        last_iteration: see ``TrainingError``.
         env_error: the exception the environment raised (also the
             ``__cause__``), e.g. a ``ValueError`` naming an action outside
             ``action_spec``.
@@ -169,8 +173,10 @@ def raise_training_error(error: tf.errors.OpError, iteration: int,
     ``error``), or ``error`` itself when it is no ``TrainingError``.
 
     Args:
-        error, iteration, num_iterations, env_error: see
-            ``training_error_from``.
+        error: see ``training_error_from``.
+        iteration: see ``training_error_from``.
+        num_iterations: see ``training_error_from``.
+        env_error: see ``training_error_from``.
 
     Raises:
         TrainingError: a ``NonFiniteLossError`` or an

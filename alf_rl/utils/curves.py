@@ -93,7 +93,8 @@ def nice_ticks(low: float, high: float, count: int = 5) -> List[float]:
     """About ``count`` round tick values covering ``[low, high]``.
 
     Args:
-        low, high: the data range (``low <= high``).
+        low: the data range's lower end (``low <= high``).
+        high: the data range's upper end.
         count: the number of intervals wanted.
     Returns:
         List of floats, ascending, from <= low to >= high, spaced by 1, 2 or
@@ -196,8 +197,11 @@ def svg_line_chart(series: Sequence[Tuple[str, Sequence[Tuple[float,
     Args:
         series: list of ``(label, points)``; ``points`` a list of ``(x, y)``
             numbers (at least one series must have a point).
-        title, x_label, y_label: text of the chart.
-        width, height: size in pixels.
+        title: the chart's title.
+        x_label: the horizontal axis' label.
+        y_label: the vertical axis' label.
+        width: width in pixels.
+        height: height in pixels.
         bands: optional, one entry per series (``None`` for none): a list
             of ``(x, low, high)`` drawn as a shaded area in the series'
             colour behind the lines (e.g. the min-max over seeds around

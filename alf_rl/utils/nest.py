@@ -79,7 +79,8 @@ def find_structure_difference(nest1: Nest, nest2: Nest, path: str = ''
     only when their types differ *and* one of them is a namedtuple.
 
     Args:
-        nest1, nest2: nests to compare (leaves of any kind and shape).
+        nest1: a nest to compare (leaves of any kind and shape).
+        nest2: the nest to compare it with.
         path: path of ``nest1`` and ``nest2`` inside a bigger nest.
 
     Returns:
@@ -110,8 +111,10 @@ def assert_same_structure(nest1: Nest, nest2: Nest, name1: str = 'first',
     """Raises a ``ValueError`` naming the path where two nests differ.
 
     Args:
-        nest1, nest2: nests to compare.
-        name1, name2: what to call them in the message.
+        nest1: a nest to compare.
+        nest2: the nest to compare it with.
+        name1: what to call ``nest1`` in the message.
+        name2: what to call ``nest2`` in the message.
         prefix: path prefix for the message (e.g. ``'observation'``).
 
     Raises:
