@@ -22,3 +22,15 @@ from alf_rl.algorithms.rnd_algorithm import RNDAlgorithm
 from alf_rl.algorithms.diayn_algorithm import DIAYNAlgorithm
 from alf_rl.algorithms.skill_generator import SkillGenerator
 from alf_rl.algorithms.agent import Agent
+from alf_rl.algorithms.dynamics_learning_algorithm import (
+    DynamicsLearningAlgorithm,
+)
+from alf_rl.algorithms.reward_learning_algorithm import (
+    RewardEstimationAlgorithm,
+    pendulum_reward,
+)
+from alf_rl.algorithms.planning_algorithm import (
+    CEMPlanner,
+    RandomShootingPlanner,
+)
+from alf_rl.algorithms.mbrl_algorithm import MbrlAlgorithm

@@ -19,11 +19,12 @@ from alf_rl.networks.actor_network import ActorNetwork
 from alf_rl.networks.rnn_networks import (ActorDistributionRnnNetwork,
                                           LSTMEncodingNetwork,
                                           ValueRnnNetwork)
+from alf_rl.networks.ensemble_network import EnsembleNetwork
 
 __all__ = [
     'Network', 'EncodingNetwork', 'EncoderHead',
     'CategoricalProjectionNetwork',
     'NormalProjectionNetwork', 'ActorDistributionNetwork', 'ValueNetwork',
     'CriticNetwork', 'QNetwork', 'ActorNetwork', 'LSTMEncodingNetwork',
-    'ActorDistributionRnnNetwork', 'ValueRnnNetwork'
+    'ActorDistributionRnnNetwork', 'ValueRnnNetwork', 'EnsembleNetwork'
 ]

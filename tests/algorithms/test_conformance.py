@@ -79,7 +79,11 @@ from alf_rl.algorithms import (ActorCriticAlgorithm, ActorCriticLoss, Agent,
                                OnPolicyAlgorithm, PPOAlgorithm, PPOLoss,
                                RLAlgorithm, SacAlgorithm, SarsaAlgorithm,
                                SkillGenerator, Td3Algorithm, TracAlgorithm,
-                               TrustedUpdater)
+                               TrustedUpdater, CEMPlanner,
+                               DynamicsLearningAlgorithm, MbrlAlgorithm,
+                               RandomShootingPlanner,
+                               RewardEstimationAlgorithm)
+from alf_rl.networks import EnsembleNetwork
 from alf_rl.data_structures import (LossInfo, StepType, TrainingInfo,
                                     namedtuple)
 from alf_rl.drivers import OnPolicyDriver
@@ -130,6 +134,31 @@ def _q():
 
 def _adam():
     return tf_keras.optimizers.Adam(1e-2)
+
+
+def _mbrl(obs, act, random_shooting: bool = False):
+    """PETS with tiny parts: a 2-member ensemble (probabilistic, with a
+    learned reward, planning by CEM; or deterministic with a given reward,
+    planning by random shooting)."""
+    ensemble = functools.partial(EnsembleNetwork, ensemble_size=2,
+                                 hidden_layers=HIDDEN,
+                                 probabilistic=not random_shooting)
+    dynamics = functools.partial(DynamicsLearningAlgorithm,
+                                 ensemble_ctor=ensemble)
+    if random_shooting:
+        planner = functools.partial(RandomShootingPlanner, horizon=2,
+                                    population=4)
+        reward = dict(reward_fn=lambda o, a: -tf.reduce_sum(tf.square(a), -1))
+    else:
+        planner = functools.partial(CEMPlanner, horizon=2, population=4,
+                                    num_elites=2, iterations=2)
+        reward = dict(reward_ctor=functools.partial(
+            RewardEstimationAlgorithm, hidden_layers=HIDDEN))
+    optimizer = _adam()
+    alg = MbrlAlgorithm(obs, act, dynamics_ctor=dynamics,
+                        planner_ctor=planner, num_random_steps=4,
+                        optimizer=optimizer, **reward)
+    return alg, {'model': optimizer}
 
 
 # ------------------------------------------------------------------ builders
@@ -393,6 +422,11 @@ class Case:
 _PAIRS = dict(mini_batch_length=2)
 
 CASES = [
+    Case('mbrl_cem_learned_reward', MbrlAlgorithm, _mbrl, 'replay',
+         'continuous', train_kwargs=_PAIRS),
+    Case('mbrl_random_shooting', MbrlAlgorithm,
+         functools.partial(_mbrl, random_shooting=True), 'replay',
+         'continuous', train_kwargs=_PAIRS),
     Case('a2c', ActorCriticAlgorithm, _a2c, 'driver', tf_env='CartPole-v1'),
     Case('trac_a2c_entropy_target', TracAlgorithm, _trac, 'driver'),
     # As ppo_cart_pole.gin: one-step rows (targets precomputed), several
@@ -458,6 +492,11 @@ COMPONENTS = {
     TrustedUpdater: 'trac_a2c_entropy_target',
     # Draws the skills of the DIAYN case inside each compared iteration.
     SkillGenerator: 'diayn',
+    # MbrlAlgorithm's parts (its model, learned reward and planners).
+    DynamicsLearningAlgorithm: 'mbrl_cem_learned_reward',
+    RewardEstimationAlgorithm: 'mbrl_cem_learned_reward',
+    CEMPlanner: 'mbrl_cem_learned_reward',
+    RandomShootingPlanner: 'mbrl_random_shooting',
 }
 
 
@@ -886,7 +925,8 @@ def test_checkpoint_round_trip(case, run, tmp_path):
 #: target reads; the last row computes only them).
 _ROW_HOOK_CASES = [
     c for c in CASES if c.path == 'replay' and c.name not in (
-        'ppo_entropy_target', 'agent_ppo_rnd')
+        'ppo_entropy_target', 'agent_ppo_rnd', 'mbrl_cem_learned_reward',
+        'mbrl_random_shooting')
 ]
 
 
