@@ -219,7 +219,9 @@ def seed_worker(strategy: Optional[tf.distribute.Strategy],
     generator untouched; worker *i* > 0 reseeds the global
     ``tf.random.Generator`` with ``worker_seed(seed, i)``, so it samples
     other actions than worker 0, and returns that seed, from which the
-    trainer seeds its environments and replay sampler.
+    trainer seeds its environments and replay sampler. With several
+    workers it prints one line saying which worker this is, its seed, and
+    that its metrics count its own steps.
 
     Args:
         strategy: the strategy, or None.
@@ -228,11 +230,16 @@ def seed_worker(strategy: Optional[tf.distribute.Strategy],
         the seed this worker collects with.
     """
     index = worker_index(strategy)
-    if index == 0 or strategy is None:
+    if strategy is None or num_workers(strategy) == 1:
         return int(seed)
     own = worker_seed(seed, index)
-    with strategy.scope():
-        tf.random.get_global_generator().reset_from_seed(own)
+    print("alf_rl: worker %d of %d collects with seed %d; its metrics and "
+          "progress count its own environment steps (the cluster's are the"
+          " sum over the workers)" % (index, num_workers(strategy), own),
+          flush=True)
+    if index > 0:
+        with strategy.scope():
+            tf.random.get_global_generator().reset_from_seed(own)
     return own
 
 

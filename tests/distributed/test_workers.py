@@ -79,6 +79,11 @@ def runs(tmp_path_factory):
         for p in procs:
             if p.poll() is None:
                 p.kill()
+    for i in range(2):  # each worker says who it is and what it counts
+        assert (
+            "alf_rl: worker %d of 2 collects with seed %d; its metrics and "
+            "progress count its own environment steps" % (i, worker_seed(1, i))
+        ) in outputs[i], outputs[i][-3000:]
     return [_result(o) for o in outputs]
 
 
@@ -163,4 +168,25 @@ def test_workers_stop_by_iterations_only(setting, value, unset):
         "workers together (each counts its own episodes' steps and "
         "returns); set num_iterations and %s=%r"
         % (setting, value, setting, unset)
+    )
+
+
+def test_async_trainer_refuses_workers_in_one_line():
+    from alf_rl.trainers import AsyncOffPolicyTrainer
+
+    config = TrainerConfig(
+        root_dir="/tmp/unused",
+        algorithm_ctor=lambda **k: None,
+        strategy="multi_worker_mirrored",
+        iterations_per_call=1,
+    )
+    with pytest.raises(ValueError) as info:
+        AsyncOffPolicyTrainer(config)
+    assert (
+        str(info.value)
+        .splitlines()[0]
+        .startswith(
+            "AsyncOffPolicyTrainer does not run under TrainerConfig.strategy="
+            "'multi_worker_mirrored'"
+        )
     )
