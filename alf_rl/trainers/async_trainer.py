@@ -148,6 +148,14 @@ class AsyncOffPolicyTrainer(OffPolicyTrainer):
                   "alf-train does)" % (num_actors + 2, num_actors,
                                        num_actors + 2),
                   file=sys.stderr, flush=True)
+        if (isinstance(config, TrainerConfig) and
+                config.execution.strategy == 'multi_worker_mirrored'):
+            raise ValueError(
+                "AsyncOffPolicyTrainer does not run under TrainerConfig."
+                "strategy='multi_worker_mirrored' (every worker's actors "
+                "would have to keep step with the others' updates); use "
+                "OffPolicyTrainer, whose workers each collect their own "
+                "experience")
         self._env_source = env
         self._num_actors = int(num_actors)
         self._actor_kind = actors

@@ -196,12 +196,12 @@ class ExecutionConfig(object):
             device, the default), ``'mirrored'`` (the local GPUs, or
             ``num_logical_cpu_devices`` logical CPUs) or
             ``'multi_worker_mirrored'`` (the processes of ``TF_CONFIG``).
-            Only ``OffPolicyTrainer``'s update is distributed (replay
-            training, including PPO/A2C with ``clear_replay_buffer``);
-            collection stays on the default device. See
+            The update is distributed; with ``'multi_worker_mirrored'``
+            each worker collects its own experience (its own seeds). See
             ``alf_rl.distributed.strategy``. Not with ``jit_compile``;
             ``'multi_worker_mirrored'`` needs an int
-            ``iterations_per_call``.
+            ``iterations_per_call``, and stops by ``num_iterations`` only
+            (not ``num_env_steps`` or ``stop_at_average_return``).
         num_logical_cpu_devices: with ``strategy='mirrored'``: mirror over
             this many logical CPU devices (testing the distributed learner
             without GPUs); 0 (default): the GPUs, or the CPU.
@@ -259,6 +259,23 @@ def _check_strategy(values: Dict[str, Any]) -> None:
             "TrainerConfig.strategy='multi_worker_mirrored' needs an int "
             "iterations_per_call (workers must run the same updates per "
             "call), got 'auto'")
+
+
+def _check_worker_budget(num_env_steps: int,
+                         stop_at_average_return: Optional[float]) -> None:
+    """Refuses, in one line, a stopping rule that could stop
+    ``'multi_worker_mirrored'`` workers at different iterations (the
+    others would wait for ever in the next update's all-reduce): each
+    worker counts and scores its own episodes."""
+    for name, value, unset in (
+            ('num_env_steps', num_env_steps, 0),
+            ('stop_at_average_return', stop_at_average_return, None)):
+        if value != unset:
+            raise ValueError(
+                "TrainerConfig.%s=%r cannot stop strategy="
+                "'multi_worker_mirrored' workers together (each counts its "
+                "own episodes' steps and returns); set num_iterations and "
+                "%s=%r" % (name, value, name, unset))
 
 
 #: (attribute of ``TrainerConfig``, group class), in signature order.
@@ -359,6 +376,8 @@ class TrainerConfig(object):
         self.metrics = list(metrics)
         for attr, group in _build_groups(own, settings).items():
             setattr(self, attr, group)
+        if self.execution.strategy == 'multi_worker_mirrored':
+            _check_worker_budget(self.num_env_steps, stop_at_average_return)
 
     def __getattr__(self, name: str) -> Any:
         """A group setting by its name: ``config.mini_batch_size`` is

@@ -12,11 +12,14 @@ training function:
 The replay buffer is part of the checkpoint, so a resumed run keeps its data.
 
 With ``TrainerConfig.strategy`` (``alf_rl.distributed.strategy``) the update
-is distributed: each global mini-batch is split evenly across the replicas,
-every replica runs the algorithm's update on its slice and the gradients
-are summed across replicas, giving the update of one device on the whole
-mini-batch. Collection (the driver's rollout) stays on the default device
-and the replay buffer on the host.
+is distributed: each mini-batch is split evenly across the process's
+replicas, every replica runs the algorithm's update on its slice and the
+gradients are summed across all replicas, giving the update of one device
+on the global batch. Collection (the driver's rollout) stays on the default
+device and the replay buffer on the host; with ``'multi_worker_mirrored'``
+every worker collects its own experience (its own seeds) into its own
+buffer and contributes its own mini-batches, so the global batch is the N
+workers' ``mini_batch_size`` sequences together.
 """
 
 import gin
@@ -42,8 +45,8 @@ class OffPolicyTrainer(Trainer):
             ``mini_batch_size``, ``mini_batch_length``,
             ``replay_buffer_capacity``, ``clear_replay_buffer``,
             ``prioritized_replay``, ``replay_frame_stack``, ``strategy``
-            (then ``mini_batch_size`` must be a multiple of the number of
-            replicas).
+            (then ``mini_batch_size``, per worker, must be a multiple of
+            the number of replicas in a worker's process).
     """
 
     def _create_driver(self):

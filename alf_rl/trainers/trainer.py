@@ -33,7 +33,9 @@ from typing import Any, Dict, Optional, Tuple
 
 import tensorflow as tf
 
-from alf_rl.distributed.strategy import create_strategy, learner_scope
+from alf_rl.distributed.strategy import (create_strategy, learner_scope,
+                                         seed_worker, worker_index,
+                                         worker_seed)
 from alf_rl.environments.tf_environment import TFEnvironment
 from alf_rl.environments.utils import create_environment
 from alf_rl.metrics.training_metrics import TrainingMetrics
@@ -60,7 +62,9 @@ def _build_run(config: TrainerConfig, env: Optional[EnvSource]
     the order TensorFlow needs them.
 
     Returns:
-        ``(strategy or None, seed, env, algorithm)``.
+        ``(strategy or None, seed, env, algorithm)``; ``seed`` is the one
+        this process collects with (``seed_worker``: the run's seed but
+        on a ``MultiWorkerMirroredStrategy`` worker i > 0).
     """
     execution = config.execution
     # Before any TensorFlow op (set_random_seed runs some): logical devices
@@ -71,13 +75,16 @@ def _build_run(config: TrainerConfig, env: Optional[EnvSource]
     # its own stream, the state advancing alike on all of them.
     with learner_scope(strategy):
         seed = set_random_seed(config.random_seed)
-    env = (create_environment(seed=seed) if env is None else
-           build_env(env, seed, 'env'))
+    # A MultiWorkerMirroredStrategy worker i > 0 collects with its own seed
+    # (the run's seed without one): its environments, then its generator.
+    own = worker_seed(seed, worker_index(strategy))
+    env = (create_environment(seed=own) if env is None else
+           build_env(env, own, 'env'))
     with learner_scope(strategy):
         algorithm = config.algorithm_ctor(
             observation_spec=env.observation_spec(),
             action_spec=env.action_spec())
-    return strategy, seed, env, algorithm
+    return strategy, seed_worker(strategy, seed), env, algorithm
 
 
 class Trainer(object):

@@ -10,8 +10,10 @@ long before. Usage::
 
 Both algorithms are built twice with the same weights: a reference on one
 device (no strategy) and a copy under the strategy; both train on the same
-global batch, in which LAST (invalid) steps fall unevenly: replica 0's half
-holds more of them, so the global count of valid steps matters.
+batch, in which LAST (invalid) steps fall unevenly: with ``mirrored``
+replica 0's half holds more of them, so the global count of valid steps
+matters. Each ``worker`` passes the whole batch as its own mini-batch, so
+the global batch holds it twice, whose mean update is the reference's.
 SAC's reparameterized noise is drawn per replica batch, so a batch split in
 two draws different noise than one device does; here every sample's noise
 is a fixed function of its own action mean (``_per_example_sample``), which
