@@ -760,10 +760,10 @@ _HOOK_CAPABILITIES = {'first_train_step': 'has_first_train_step',
                       'train_complete': 'has_own_update'}
 
 # Classes whose hooks forward to a wrapped algorithm: their capabilities are
-# the wrapped one's (set per instance), not the class's.
+# the wrapped one's (read through, not declared), not the class's.
 _FORWARDING_WRAPPERS = {'Agent', 'TracAlgorithm', 'AgentTraining',
-                        'Algorithm', 'RLAlgorithm', 'ReplayTrainingMixin',
-                        'ReplayHooks'}
+                        'DelegatedHooks', 'Algorithm', 'RLAlgorithm',
+                        'ReplayTrainingMixin', 'ReplayHooks'}
 
 
 def _class_table():
