@@ -8,6 +8,7 @@ base reaches an Agent without Agent code."""
 import functools
 
 import numpy as np
+import pytest
 import tensorflow as tf
 import tf_keras
 
@@ -17,8 +18,8 @@ from alf_rl.algorithms import (ActorCriticAlgorithm, Agent, Algorithm,
 from alf_rl.algorithms.agent import AgentInfo, AgentLossInfo, AgentState
 from alf_rl.algorithms.agent_training import AgentTraining
 from alf_rl.algorithms.delegated_hooks import DelegatedHooks
-from alf_rl.algorithms.protocols import (GoalGenerator, IntrinsicRewardModule,
-                                         ReplayHooks)
+from alf_rl.algorithms.protocols import (GoalGenerator, HasActionDistribution,
+                                         IntrinsicRewardModule, ReplayHooks)
 from alf_rl.algorithms.training_kind import TrainingKind
 from alf_rl.data_structures import (AlgStep, Experience, LossInfo,
                                     PolicyStep, TrainingInfo)
@@ -188,3 +189,17 @@ def test_a_capability_added_to_the_base_reaches_an_agent(monkeypatch):
                         raising=False)
     agent = Agent(OBS, DISCRETE, rl_algorithm_ctor=_Marked)
     assert agent.uses_new_capability == 'declared'
+
+
+def test_entropy_target_reads_a_declared_action_distribution():
+    from alf_rl.algorithms.actor_critic_algorithm import ActorCriticInfo
+    from alf_rl.algorithms.agent_parts import action_distribution
+    from alf_rl.algorithms.dqn_algorithm import DqnInfo
+    with_dist = ActorCriticInfo(action_distribution='the distribution')
+    assert isinstance(with_dist, HasActionDistribution)
+    assert action_distribution(None, with_dist) == 'the distribution'
+    assert not isinstance(DqnInfo(), HasActionDistribution)
+    with pytest.raises(ValueError, match=r"^Agent: entropy_target_ctor needs "
+                       r"the RL algorithm's info to have an "
+                       r"action_distribution; NoneType's info is DqnInfo$"):
+        action_distribution(None, DqnInfo())
