@@ -297,13 +297,13 @@ def run_child(spec):
     root = tempfile.mkdtemp(prefix='alf_scale_out_')
     parse_gin([os.path.join(ROOT, spec['gin_file'])], spec['params'], root)
     import functools
-    from alf_rl.trainers import OnPolicyTrainer, TrainerConfig
+    from alf_rl.trainers import TrainerConfig, create_trainer
     from benchmarks.slow_env import make_env
     config = TrainerConfig()
     start_training_runtime(config)  # as alf-train does
     env = (functools.partial(make_env, **spec['env'])
            if spec['env'] else None)
-    trainer = (config.trainer or OnPolicyTrainer)(config, env=env)
+    trainer = create_trainer(config, env=env)
     try:
         if spec['kind'] == 'rate':
             row = _measure_rate(trainer, spec['warmup'], spec['window'])

@@ -52,9 +52,8 @@ def _fingerprint(gin_file, iterations, extra_params):
         'TrainerConfig.summary_interval=1000000',
         'TrainerConfig.checkpoint_interval=1000000',
     ] + list(extra_params), root_dir)
-    from alf_rl.trainers import OnPolicyTrainer, TrainerConfig
-    config = TrainerConfig()
-    trainer = (config.trainer or OnPolicyTrainer)(config)
+    from alf_rl.trainers import TrainerConfig, create_trainer
+    trainer = create_trainer(TrainerConfig())
     try:
         result = trainer.train()
         variables = trainer.algorithm.trainable_variables

@@ -53,8 +53,12 @@ algorithm's: its reward transforms always, its observation transforms only
 when it sees the environment's observation (no encoder, no goal).
 
 How it is trained is its RL algorithm's: ``training_kind`` and the other
-capabilities the ``ReplayHooks`` protocol declares are the RL algorithm's,
-and so is the gate of gated updates (``should_apply``).
+capabilities the ``ReplayHooks`` protocol declares, its replay hooks and
+the gate of gated updates (``should_apply``) are the RL algorithm's,
+through ``DelegatedHooks``: the agent gives only its view of a replayed
+row (``outer_step``), of the training info and of the loss
+(``inner_training_info``, ``inner_loss_info``), so a hook added to the
+base needs no change here.
 """
 
 
@@ -70,6 +74,7 @@ from alf_rl.algorithms.agent_parts import (NO_STEP, AgentInfo, AgentLossInfo,
                                            state_specs, stores_rollout_state)
 from alf_rl.algorithms.agent_training import AgentTraining
 from alf_rl.algorithms.algorithm import Algorithm
+from alf_rl.algorithms.delegated_hooks import DelegatedHooks
 from alf_rl.algorithms.entropy_target_algorithm import EntropyTargetAlgorithm
 from alf_rl.algorithms.replay_training import ReplayTrainingMixin
 from alf_rl.algorithms.rl_algorithm import RLAlgorithm
@@ -81,7 +86,7 @@ __all__ = ['Agent', 'AgentInfo', 'AgentLossInfo', 'AgentState']
 
 
 @gin.configurable
-class Agent(AgentTraining, ReplayTrainingMixin, RLAlgorithm):
+class Agent(AgentTraining, DelegatedHooks, ReplayTrainingMixin, RLAlgorithm):
     """An RL algorithm with an optional shared encoder, intrinsic-reward
     module, entropy target and goal/skill generator (see the module
     docstring for the data flow).
@@ -166,16 +171,17 @@ class Agent(AgentTraining, ReplayTrainingMixin, RLAlgorithm):
         self._rl_sees_observation = rl_spec is observation_spec
         self._extrinsic_reward_coef = float(extrinsic_reward_coef)
         self._intrinsic_reward_coef = float(intrinsic_reward_coef)
-        # How it trains is the RL algorithm's (ReplayHooks' declarations).
-        self.training_kind = rl.training_kind
-        self.last_row_only_bootstraps = rl.last_row_only_bootstraps
-        self.has_first_train_step = rl.has_first_train_step
-        self.gives_priorities = rl.gives_priorities
 
     # ------------------------------------------------------------ parts
     @property
     def rl_algorithm(self) -> RLAlgorithm:
         """The wrapped RL algorithm."""
+        return self._rl_algorithm
+
+    @property
+    def hooks_source(self) -> RLAlgorithm:
+        """The RL algorithm: its replay hooks, capabilities and update gate
+        are the agent's (``DelegatedHooks``)."""
         return self._rl_algorithm
 
     @property
@@ -316,23 +322,25 @@ class Agent(AgentTraining, ReplayTrainingMixin, RLAlgorithm):
         leaves, ``AgentInfo`` rollout info); the goal is the stored one.
         Returns a ``PolicyStep`` with ``AgentInfo`` info (its
         ``intrinsic_reward`` recomputed, for the record only)."""
-        return self._replayed_step(experience, state,
-                                   self._rl_algorithm.train_step)
+        return self.outer_step(experience, state,
+                               self._rl_algorithm.train_step)
 
-    def bootstrap_step(self, experience: Experience,
-                       state: AgentState) -> PolicyStep:
-        """As ``train_step`` with the RL algorithm's ``bootstrap_step``."""
-        return self._replayed_step(experience, state,
-                                   self._rl_algorithm.bootstrap_step)
+    def outer_step(self, experience: Experience, state: AgentState,
+                   inner_step: Callable[..., PolicyStep]) -> PolicyStep:
+        """Every part's ``train_step`` on one replayed row, with
+        ``inner_step`` (``train_step`` or one of the replay hooks of
+        ``DelegatedHooks``) as the RL algorithm's; the goal is the stored
+        one.
 
-    def first_train_step(self, experience: Experience,
-                         state: AgentState) -> PolicyStep:
-        """As ``train_step`` with the RL algorithm's ``first_train_step``."""
-        return self._replayed_step(experience, state,
-                                   self._rl_algorithm.first_train_step)
-
-    def _replayed_step(self, experience: Experience, state: AgentState,
-                       rl_step_fn: Callable[..., PolicyStep]) -> PolicyStep:
+        Args:
+            experience: ``Experience`` row with [B, ...] leaves and
+                ``AgentInfo`` rollout info.
+            state: ``AgentState`` matching ``train_state_spec``.
+            inner_step: ``(experience, state) -> PolicyStep`` of the RL
+                algorithm.
+        Returns:
+            ``PolicyStep`` with ``AgentInfo`` info.
+        """
         stored = experience.rollout_info
         goal_step = AlgStep(output=stored.goal, state=state.goal,
                             info=stored.goal_info)
@@ -340,7 +348,7 @@ class Agent(AgentTraining, ReplayTrainingMixin, RLAlgorithm):
         return self._step(experience._replace(rollout_info=stored.rl),
                           state, goal_step,
                           module.train_step if module is not None else None,
-                          rl_step_fn)
+                          inner_step)
 
     def _step(self, inputs: Any, state: AgentState, goal_step: AlgStep,
               module_step_fn: Optional[Callable[..., AlgStep]],

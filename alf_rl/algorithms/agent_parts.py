@@ -8,7 +8,8 @@ from typing import Any, Callable, Dict, NamedTuple, Optional
 import tensorflow as tf
 
 from alf_rl.algorithms.algorithm import Algorithm
-from alf_rl.algorithms.protocols import (GoalGenerator, IntrinsicRewardModule,
+from alf_rl.algorithms.protocols import (GoalGenerator, HasActionDistribution,
+                                         IntrinsicRewardModule,
                                          ReplayHooks)
 from alf_rl.algorithms.rl_algorithm import RLAlgorithm
 from alf_rl.data_structures import AlgStep, LossInfo, namedtuple
@@ -191,13 +192,12 @@ def check_rl_algorithm(rl: Any, observation_replaced: bool) -> None:
 def action_distribution(rl: RLAlgorithm, info: Any) -> Nest:
     """The RL algorithm's ``info.action_distribution`` (for the entropy
     target); ValueError naming the algorithm when its info has none."""
-    dist = getattr(info, 'action_distribution', None)
-    if dist is None:
+    if not isinstance(info, HasActionDistribution):
         raise ValueError(
             "Agent: entropy_target_ctor needs the RL algorithm's info to have "
             "an action_distribution; %s's info is %s" %
             (type(rl).__name__, type(info).__name__))
-    return dist
+    return info.action_distribution
 
 
 def merged_apply(network: Network, observation: Nest) -> tf.Tensor:

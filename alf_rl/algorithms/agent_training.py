@@ -1,9 +1,11 @@
 """The training half of ``Agent`` (``alf_rl.algorithms.agent``): the
-reward mix, ``preprocess_experience``, the summed loss, ``after_train``
-and the replay hooks, each on its part's own view of the batch.
+reward mix, ``preprocess_experience``, the summed loss, ``after_train``,
+each on its part's own view of the batch, and the RL algorithm's view of
+the training info and the loss (what ``DelegatedHooks`` needs to run the
+RL algorithm's replay hooks for the agent).
 """
 
-from typing import Any, Optional, Tuple, Union
+from typing import Any, Tuple, Union
 
 import tensorflow as tf
 
@@ -76,6 +78,19 @@ class AgentTraining(object):
             observation=experience.observation,
             rollout_info=info._replace(rl=processed.rollout_info))
 
+    def inner_training_info(self, training_info: TrainingInfo
+                            ) -> TrainingInfo:
+        """The RL algorithm's view of ``training_info`` ([T, B] leaves,
+        ``AgentInfo`` infos): its infos, rewarded with the training
+        reward (``DelegatedHooks``)."""
+        return self._rl_training_info(training_info)[0]
+
+    def inner_loss_info(self, per_step_loss_info: LossInfo) -> LossInfo:
+        """The RL algorithm's per-step loss (``loss`` [T, B]) and extras
+        in the agent's ``LossInfo`` (``DelegatedHooks``)."""
+        extra = per_step_loss_info.extra
+        return LossInfo(loss=extra.rl_loss, extra=extra.rl)
+
     def _rl_training_info(self, training_info: TrainingInfo
                           ) -> Tuple[TrainingInfo, Any]:
         """The RL algorithm's view: its infos and the training reward."""
@@ -133,23 +148,3 @@ class AgentTraining(object):
         if self._goal_generator is not None:
             self._goal_generator.after_train(training_info._replace(
                 info=training_info.info.goal_info, rollout_info=()))
-
-    def should_apply(self, optimizer: Any) -> Union[bool, tf.Tensor]:
-        """The RL algorithm's gate (TD3's delayed actor)."""
-        return self._rl_algorithm.should_apply(optimizer)
-
-    def calc_priority(self, training_info: TrainingInfo,
-                      per_step_loss_info: LossInfo) -> Optional[tf.Tensor]:
-        """The RL algorithm's priorities on its own loss and [L, b] infos
-        ([b] float32 or None)."""
-        rl_info, _ = self._rl_training_info(training_info)
-        extra = per_step_loss_info.extra
-        return self._rl_algorithm.calc_priority(
-            rl_info, LossInfo(loss=extra.rl_loss, extra=extra.rl))
-
-    def continue_training(self, training_info: TrainingInfo,
-                          valid_masks: tf.Tensor) -> tf.Tensor:
-        """The RL algorithm's early stop (PPO's KL stop) on its view of
-        the [L, b] rows; a bool scalar tensor."""
-        rl_info, _ = self._rl_training_info(training_info)
-        return self._rl_algorithm.continue_training(rl_info, valid_masks)

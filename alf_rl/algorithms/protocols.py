@@ -8,6 +8,8 @@
   ``DIAYNAlgorithm`` or your own).
 - ``GoalGenerator``: what an ``Agent`` relies on of its goal/skill
   generator (``SkillGenerator`` or your own).
+- ``HasActionDistribution``: a step info that carries the policy's
+  action distribution (what an ``Agent``'s entropy target reads).
 
 All are ``runtime_checkable``: ``isinstance(x, IntrinsicRewardModule)``
 checks that the members exist (not their signatures);
@@ -53,6 +55,11 @@ class ReplayHooks(Protocol):
       after an update on [L, b] rows, or None.
     - ``continue_training(training_info, valid_masks)``: bool scalar, False
       stops the remaining updates of ``train`` (PPO's KL early stop).
+
+    A composite that trains one inner algorithm with other parts
+    (``Agent``) has the inner algorithm's members through
+    ``DelegatedHooks`` (``alf_rl.algorithms.delegated_hooks``), which
+    implements every member listed here.
     """
 
     training_kind: TrainingKind
@@ -75,6 +82,16 @@ class ReplayHooks(Protocol):
     def continue_training(self, training_info: TrainingInfo,
                           valid_masks: tf.Tensor) -> tf.Tensor:
         """bool scalar: whether ``train`` goes on after this update."""
+
+
+@runtime_checkable
+class HasActionDistribution(Protocol):
+    """A step info with the policy's ``action_distribution`` (a nest of
+    distributions with batch [B]; e.g. ``ActorCriticInfo``, ``SacInfo``).
+    An ``Agent``'s entropy target needs its RL algorithm's info to be one.
+    """
+
+    action_distribution: Nest
 
 
 @runtime_checkable

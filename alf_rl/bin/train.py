@@ -137,11 +137,12 @@ def train(root_dir: str, gin_files: Sequence[str] = (),
               (['TrainerConfig.fresh_start=True'] if fresh_start else []) +
               (['TrainerConfig.from_checkpoint=%d' % from_checkpoint]
                if from_checkpoint is not None else []), root_dir)
-    from alf_rl.trainers import OnPolicyTrainer, TrainerConfig
+    from alf_rl.trainers import TrainerConfig, create_trainer
     config = TrainerConfig()
-    trainer_cls = config.trainer or OnPolicyTrainer
     start_training_runtime(config)
-    trainer = trainer_cls(config)
+    # The trainer named by TrainerConfig.trainer, else the one of the
+    # algorithm's training_kind.
+    trainer = create_trainer(config)
     _TRAINERS.append(trainer)  # a stop signal from now on stops it
     if _STOP_SIGNAL:
         trainer.request_stop()

@@ -304,7 +304,9 @@ class TrainerConfig(object):
 
     Args:
         root_dir: directory of the run's outputs; rerunning on it resumes.
-        trainer: the trainer class (``OnPolicyTrainer`` by default).
+        trainer: the trainer class; None: the one of the algorithm's
+            ``training_kind`` (``create_trainer``: ``OnPolicyTrainer`` for
+            ``UNROLL``, ``OffPolicyTrainer`` for ``EPOCHS`` and ``REPLAY``).
         algorithm_ctor: ``(observation_spec=, action_spec=) -> RLAlgorithm``
             (specs of the training environment, without batch dimension).
         num_iterations: stop after this many training iterations (0: no

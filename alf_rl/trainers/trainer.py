@@ -1,10 +1,11 @@
 """The ``Trainer`` base: the training run around a driver.
 
-A trainer builds the environments and the algorithm, then runs the loop of
-``train()``; its parts do the rest, each usable alone: ``RunCheckpoints``
-(the lock, atomic saves, resume, the checkpoint before an error),
-``RunSummaries`` (event files, ``config.gin``, pruning after a resume),
-``Evaluator`` (greedy evaluation), ``RunClock`` and ``ProgressReporter``
+A trainer builds the environments and the algorithm (``build_run``), then
+runs the loop of ``train()``; its parts do the rest, each usable alone:
+``RunCheckpoints`` (the lock, atomic saves, resume, the checkpoint before
+an error), ``RunSummaries`` (event files, ``config.gin``, pruning after a
+resume), ``Evaluator`` (greedy evaluation), ``PeriodicWork`` (what comes
+due after each compiled call), ``RunClock`` and ``ProgressReporter``
 (timings, ETA, the progress line) and ``TrainingMetrics`` (the standard
 metrics and the user's, ``TrainerConfig.metrics``). Subclasses only say
 how training iterations run (``_create_driver``, ``_train_iterations``,
@@ -21,6 +22,9 @@ From Python, build the pieces and hand them over (no gin needed)::
     result = trainer.train()
     trainer.close()
 
+``create_trainer(config, env=..., eval_env=...)`` does the same with the
+trainer chosen from the algorithm's ``training_kind`` when
+``TrainerConfig.trainer`` is None (``alf_rl.trainers.choice``).
 ``alf-train`` configures ``TrainerConfig`` and ``create_environment`` with
 gin instead. Outputs under ``root_dir``: ``train/``/``eval/`` event files,
 ``ckpt/``, ``config.gin`` and the lock ``.alf_rl.lock`` (a run that fails
@@ -29,62 +33,25 @@ before its first iteration leaves none of them).
 
 import threading
 import time
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Optional
 
 import tensorflow as tf
 
-from alf_rl.distributed.strategy import (create_strategy, learner_scope,
-                                         seed_worker, worker_index,
-                                         worker_seed)
 from alf_rl.environments.tf_environment import TFEnvironment
-from alf_rl.environments.utils import create_environment
 from alf_rl.metrics.training_metrics import TrainingMetrics
 from alf_rl.trainers.checkpoints import RunCheckpoints, driver_loop_state
 from alf_rl.trainers.config import TrainerConfig
-from alf_rl.trainers.env_sources import EnvSource, build_env
+from alf_rl.trainers.env_sources import EnvSource
 from alf_rl.trainers.errors import TrainingError, raise_training_error
-from alf_rl.trainers.evaluation import (Evaluator, check_eval_env_given,
-                                        create_eval_env)
+from alf_rl.trainers.periodic import PeriodicWork
 from alf_rl.trainers.progress import (ProgressReporter, RunClock,
                                       budget_reached, stop_condition)
+from alf_rl.trainers.run_setup import BuiltRun, build_run
 from alf_rl.trainers.summaries import RunSummaries
-from alf_rl.utils import summary as summary_utils
-from alf_rl.utils.common import set_random_seed
 
 #: The per-episode averages among the standard metrics, by name: what
 #: ``alf-train``'s closing line leaves out while no episode has ended.
 EPISODE_AVERAGES = ('AverageReturn', 'AverageEpisodeLength')
-
-
-def _build_run(config: TrainerConfig, env: Optional[EnvSource]
-               ) -> Tuple[Any, int, TFEnvironment, Any]:
-    """The run's strategy, seed, training environment and algorithm, in
-    the order TensorFlow needs them.
-
-    Returns:
-        ``(strategy or None, seed, env, algorithm)``; ``seed`` is the one
-        this process collects with (``seed_worker``: the run's seed but
-        on a ``MultiWorkerMirroredStrategy`` worker i > 0).
-    """
-    execution = config.execution
-    # Before any TensorFlow op (set_random_seed runs some): logical devices
-    # and collective ops are configured at start-up only.
-    strategy = create_strategy(execution.strategy,
-                               execution.num_logical_cpu_devices)
-    # Under a strategy the global generator is mirrored: each replica draws
-    # its own stream, the state advancing alike on all of them.
-    with learner_scope(strategy):
-        seed = set_random_seed(config.random_seed)
-    # A MultiWorkerMirroredStrategy worker i > 0 collects with its own seed
-    # (the run's seed without one): its environments, then its generator.
-    own = worker_seed(seed, worker_index(strategy))
-    env = (create_environment(seed=own) if env is None else
-           build_env(env, own, 'env'))
-    with learner_scope(strategy):
-        algorithm = config.algorithm_ctor(
-            observation_spec=env.observation_spec(),
-            action_spec=env.action_spec())
-    return strategy, seed_worker(strategy, seed), env, algorithm
 
 
 class Trainer(object):
@@ -107,6 +74,9 @@ class Trainer(object):
             num_eval_episodes, seed=seed + 7919, use_subprocess=False)``,
             allowed only when ``env`` is ``None`` too. Not built (a factory
             is not called) unless ``config.evaluation.evaluate``.
+        built: the run already built from ``config``, ``env`` and
+            ``eval_env`` (``create_trainer`` builds it to choose the
+            trainer); None: built here (``build_run``).
 
     Raises:
         TypeError: if ``env``/``eval_env`` is neither a ``TFEnvironment``
@@ -118,23 +88,17 @@ class Trainer(object):
 
     def __init__(self, config: TrainerConfig,
                  env: Optional[EnvSource] = None,
-                 eval_env: Optional[EnvSource] = None):
+                 eval_env: Optional[EnvSource] = None,
+                 built: Optional[BuiltRun] = None):
         if not isinstance(config, TrainerConfig):
             raise TypeError("%s: config must be a TrainerConfig, got %s" %
                             (type(self).__name__, type(config).__name__))
-        evaluation = config.evaluation
-        check_eval_env_given(evaluation, env, eval_env)
         self._config = config
         self._root_dir = config.root_dir
         self._stop_requested = threading.Event()
-        (self._strategy, self._seed, self._env,
-         self._algorithm) = _build_run(config, env)
-        self._evaluator = None
-        if evaluation.evaluate:
-            self._evaluator = Evaluator(
-                create_eval_env(eval_env, evaluation, self._seed),
-                self._algorithm,
-                use_tf_functions=config.execution.use_tf_functions)
+        (self._strategy, self._seed, self._env, self._algorithm,
+         self._evaluator) = (built if built is not None else
+                             build_run(config, env, eval_env))
         self._iteration = tf.Variable(0, dtype=tf.int64, trainable=False,
                                       name='iteration')
         # Games (e.g. Atari's, over all lives, unclipped) are folded in
@@ -155,7 +119,10 @@ class Trainer(object):
         self._checkpointer = self._checkpoints.checkpointer
         self._summaries = RunSummaries(self._root_dir,
                                        config.report.summaries_flush_secs,
-                                       evaluation.evaluate)
+                                       config.evaluation.evaluate)
+        self._periodic = PeriodicWork(
+            config, self._metrics, self._summaries, self._checkpoints,
+            self.evaluate, self._extra_summaries, self._report_progress)
 
     # ------------------------------------------------------------ to override
     def _create_driver(self) -> Any:
@@ -357,36 +324,8 @@ class Trainer(object):
         return loss_info, now
 
     def _after_call(self, clock, loss_info, now, final=False):
-        """Summaries, evaluation, checkpoint and progress line, each when
-        its interval comes due at the iteration the call ended on.
-        ``final`` (the end of training): the summaries and evaluation of
-        the last iteration unless their intervals just wrote them, so that
-        a run's curves (and tables made from them) end at its budget."""
-        c = self._config
-        it = self._iteration_count()
-        if (it % c.report.summary_interval == 0) != final:
-            self._write_train_summaries(clock, loss_info, it, now)
-        if c.evaluation.evaluate and (
-                it % c.evaluation.eval_interval == 0) != final:
-            clock.last_eval = self.evaluate()
-            self._summaries.write_eval(clock.last_eval, it,
-                                       self._env_steps())
-        if not final and it % c.checkpoint.checkpoint_interval == 0:
-            self._checkpoints.save(it, self._summaries.flush)
-        if not final and now - clock.last_report >= \
-                c.report.progress_interval_secs:
-            self._report_progress(clock)
-            clock.last_report = now
-
-    def _write_train_summaries(self, clock, loss_info, iteration, now):
-        """Metrics, losses and throughput under ``train/`` at
-        ``iteration``; metrics also against environment steps."""
-        env_steps = self._env_steps()
-        scalars = self._metrics.scalars(scored_only=True)
-        scalars.update(summary_utils.loss_scalars(loss_info))
-        scalars.update(clock.summary_rates(now, env_steps))
-        scalars.update(self._extra_summaries())
-        self._summaries.write_train(scalars, iteration, env_steps)
+        self._periodic.after_call(clock, loss_info, self._iteration_count(),
+                                  now, final)
 
     def _report_progress(self, clock):
         self._progress.report(clock, self._iteration_count(),

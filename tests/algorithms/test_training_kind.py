@@ -4,7 +4,9 @@ wrong pairings before anything is collected, prioritized replay only for
 methods that give priorities (Agent(PPO) refused, Agent(DQN) trains)."""
 
 import functools
+import os
 
+import gin
 import pytest
 import tf_keras
 
@@ -20,7 +22,8 @@ from alf_rl.environments.suite_unittest import PolicyUnittestEnv
 from alf_rl.environments.tf_environment import TFPyEnvironment
 from alf_rl.networks import (ActorDistributionNetwork, QNetwork,
                              ValueNetwork)
-from alf_rl.trainers import OffPolicyTrainer, OnPolicyTrainer, TrainerConfig
+from alf_rl.trainers import (OffPolicyTrainer, OnPolicyTrainer,
+                             TrainerConfig, create_trainer)
 
 HIDDEN = (8, )
 
@@ -46,15 +49,22 @@ def _agent(rl_ctor):
         observation_spec, action_spec, rl_algorithm_ctor=rl_ctor)
 
 
-def _trainer(root, algorithm_ctor, trainer_cls=OffPolicyTrainer, **config):
+def _config(root, algorithm_ctor, **config):
     settings = dict(root_dir=root, algorithm_ctor=algorithm_ctor,
                     num_iterations=2, unroll_length=4, random_seed=0,
                     evaluate=False, mini_batch_size=4, mini_batch_length=2,
                     clear_replay_buffer=False, replay_buffer_capacity=64,
                     initial_collect_steps=8)
     settings.update(config)
-    return trainer_cls(TrainerConfig(**settings),
-                       env=TFPyEnvironment(PolicyUnittestEnv(2, 5, seed=0)))
+    return TrainerConfig(**settings)
+
+
+def _env():
+    return TFPyEnvironment(PolicyUnittestEnv(2, 5, seed=0))
+
+
+def _trainer(root, algorithm_ctor, trainer_cls=OffPolicyTrainer, **config):
+    return trainer_cls(_config(root, algorithm_ctor, **config), env=_env())
 
 
 def _first_line(raised):
@@ -157,3 +167,60 @@ def test_prioritized_replay_trains_agent_of_dqn(tmp_path):
         trainer.close()
     assert result['iterations'] == 2
     assert result['Metrics/EnvironmentSteps'] > 0
+
+
+def _created(root, algorithm_ctor, **config):
+    """The class of the trainer ``create_trainer`` builds (then closed)."""
+    trainer = create_trainer(_config(root, algorithm_ctor, **config),
+                             env=_env())
+    trainer.close()
+    return type(trainer)
+
+
+def test_trainer_chosen_from_the_training_kind(tmp_path):
+    root = str(tmp_path)
+    assert _created(root, _ac) is OnPolicyTrainer
+    assert _created(root, _agent(_ac)) is OnPolicyTrainer
+    assert _created(root, _dqn) is OffPolicyTrainer
+    assert _created(root, _agent(_dqn)) is OffPolicyTrainer
+    ppo = functools.partial(_ac, cls=PPOAlgorithm)
+    assert _created(root, ppo, clear_replay_buffer=True,
+                    initial_collect_steps=0) is OffPolicyTrainer
+    # Its settings are still checked, in one line.
+    with pytest.raises(ValueError) as raised:
+        _created(root, ppo)
+    assert _first_line(raised).endswith(
+        "but OffPolicyTrainer keeps a replay buffer: set "
+        "TrainerConfig.clear_replay_buffer=True")
+    # A named trainer is the one built; a wrong one is refused in one line.
+    assert _created(root, _ac, trainer=OffPolicyTrainer) is OffPolicyTrainer
+    with pytest.raises(ValueError) as raised:
+        _created(root, _dqn, trainer=OnPolicyTrainer)
+    assert _first_line(raised).startswith(
+        "TrainerConfig.trainer=@OnPolicyTrainer trains on the driver's "
+        "unroll, but DqnAlgorithm is trained from a replay buffer")
+    assert not (tmp_path / 'ckpt').exists()
+
+
+def test_gin_file_without_a_trainer_trains_with_the_kinds_trainer(
+        tmp_path):
+    """sac_pendulum.gin without its TrainerConfig.trainer line trains (the
+    default of old, OnPolicyTrainer, refuses SAC before collecting)."""
+    from alf_rl.bin.train import train
+    examples = os.path.join(os.path.dirname(os.path.dirname(
+        os.path.dirname(os.path.abspath(__file__)))), 'examples')
+    with open(os.path.join(examples, 'sac_pendulum.gin')) as f:
+        lines = [line for line in f
+                 if not line.startswith('TrainerConfig.trainer')]
+    assert len(lines) > 20
+    gin_file = tmp_path / 'sac_no_trainer.gin'
+    gin_file.write_text(''.join(lines))
+    try:
+        result = train(str(tmp_path / 'run'), [str(gin_file)], [
+            'TrainerConfig.num_env_steps=0', 'TrainerConfig.num_iterations=3',
+            'TrainerConfig.initial_collect_steps=8',
+            'TrainerConfig.mini_batch_size=4', 'TrainerConfig.evaluate=False'])
+    finally:
+        gin.clear_config()
+    assert result['iterations'] == 3
+    assert result['Metrics/EnvironmentSteps'] == 8 + 3
