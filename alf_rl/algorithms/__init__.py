@@ -24,5 +24,7 @@ from alf_rl.algorithms.skill_generator import SkillGenerator
 from alf_rl.algorithms.agent import Agent
 from alf_rl.algorithms.memory import MemoryWithUsage
 from alf_rl.algorithms.vae import DecodingAlgorithm, VariationalAutoEncoder
-from alf_rl.algorithms.merlin_algorithm import (MemoryBasedPredictor,
-                                                MerlinAlgorithm)
+from alf_rl.algorithms.merlin_algorithm import (
+    MemoryBasedPredictor,
+    MerlinAlgorithm,
+)

@@ -15,23 +15,20 @@ state is always a nest, so gradients flow through reads into what was
 written earlier in the same unroll.
 """
 
-from typing import Tuple
+from typing import Any, NamedTuple, Tuple
 
 import gin
 import tensorflow as tf
 
-from alf_rl.data_structures import namedtuple
 from alf_rl.networks.encoding_network import EncodingNetwork
 from alf_rl.ops import memory_ops
 
-MemoryState = namedtuple(
-    'MemoryState',
-    [
-        'memory',  # [B, N, D] float32 slot contents
-        'usage',  # [B, N] float32 usage of each slot
-    ],
-    default_value=(),
-)
+
+class MemoryState(NamedTuple):
+    """Fields (``()`` where absent):"""
+
+    memory: Any = ()  # [B, N, D] float32 slot contents
+    usage: Any = ()  # [B, N] float32 usage of each slot
 
 
 @gin.configurable

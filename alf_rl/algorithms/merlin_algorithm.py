@@ -29,7 +29,15 @@ output for the prior and the keys.
 """
 
 import functools
-from typing import Any, Callable, Optional, Sequence, Tuple, Union
+from typing import (
+    Any,
+    Callable,
+    NamedTuple,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+)
 
 import gin
 import tensorflow as tf
@@ -52,63 +60,52 @@ from alf_rl.data_structures import (
     PolicyStep,
     TimeStep,
     TrainingInfo,
-    namedtuple,
 )
 from alf_rl.networks.encoding_network import EncodingNetwork
 from alf_rl.networks.rnn_networks import LSTMEncodingNetwork
 from alf_rl.utils.nest import Nest
 
-MBPState = namedtuple(
-    'MBPState',
-    [
-        'latent',  # [B, Z] float32 z_{t-1}
-        'read',  # [B, K * Z] float32 m_{t-1}, the previous memory read
-        'rnn',  # the LSTM's state: one ([B, H], [B, H]) pair per layer
-        'memory',  # MemoryState: [B, N, Z] slots, [B, N] usage
-    ],
-    default_value=(),
-)
 
-MBPInfo = namedtuple(
-    'MBPInfo',
-    [
-        'vae',  # VAEInfo of [B] / [B, Z] leaves
-        'observation_loss',  # [B] float32 reconstruction of o_t
-        'reward_loss',  # [B] float32 reconstruction of r_t
-        'action_loss',  # [B] float32 reconstruction of a_{t-1}
-        'read_attention',  # [B, K, N] float32 attention of the read m_t
-    ],
-    default_value=(),
-)
+class MBPState(NamedTuple):
+    """Fields (``()`` where absent):"""
 
-MerlinState = namedtuple(
-    'MerlinState',
-    [
-        'predictor',  # MBPState
-        'rl',  # the policy algorithm's state
-    ],
-    default_value=(),
-)
+    latent: Any = ()  # [B, Z] float32 z_{t-1}
+    read: Any = ()  # [B, K * Z] float32 m_{t-1}, the previous memory read
+    rnn: Any = ()  # the LSTM's state: one ([B, H], [B, H]) pair per layer
+    memory: Any = ()  # MemoryState: [B, N, Z] slots, [B, N] usage
 
-MerlinInfo = namedtuple(
-    'MerlinInfo',
-    [
-        'predictor',  # MBPInfo
-        'rl',  # the policy algorithm's info
-    ],
-    default_value=(),
-)
 
-MerlinLossInfo = namedtuple(
-    'MerlinLossInfo',
-    [
-        'predictor_loss',  # [T, B] the predictor's loss
-        'rl_loss',  # [T, B] the policy algorithm's loss
-        'predictor',  # MBPInfo of its loss terms
-        'rl',  # the policy algorithm's extra
-    ],
-    default_value=(),
-)
+class MBPInfo(NamedTuple):
+    """Fields (``()`` where absent):"""
+
+    vae: Any = ()  # VAEInfo of [B] / [B, Z] leaves
+    observation_loss: Any = ()  # [B] float32 reconstruction of o_t
+    reward_loss: Any = ()  # [B] float32 reconstruction of r_t
+    action_loss: Any = ()  # [B] float32 reconstruction of a_{t-1}
+    read_attention: Any = ()  # [B, K, N] float32 attention of the read m_t
+
+
+class MerlinState(NamedTuple):
+    """Fields (``()`` where absent):"""
+
+    predictor: Any = ()  # MBPState
+    rl: Any = ()  # the policy algorithm's state
+
+
+class MerlinInfo(NamedTuple):
+    """Fields (``()`` where absent):"""
+
+    predictor: Any = ()  # MBPInfo
+    rl: Any = ()  # the policy algorithm's info
+
+
+class MerlinLossInfo(NamedTuple):
+    """Fields (``()`` where absent):"""
+
+    predictor_loss: Any = ()  # [T, B] the predictor's loss
+    rl_loss: Any = ()  # [T, B] the policy algorithm's loss
+    predictor: Any = ()  # MBPInfo of its loss terms
+    rl: Any = ()  # the policy algorithm's extra
 
 
 def _action_size(action_spec: Any) -> int:
@@ -149,6 +146,45 @@ def _cross_entropy(label: tf.Tensor, logits: tf.Tensor) -> tf.Tensor:
     return tf.nn.sparse_softmax_cross_entropy_with_logits(
         labels=tf.cast(label, tf.int32), logits=logits
     )
+
+
+def _check_observation_spec(name: str, observation_spec: Any) -> None:
+    """ValueError unless one float ``TensorSpec``."""
+    if not (
+        isinstance(observation_spec, tf.TensorSpec)
+        and observation_spec.dtype.is_floating
+    ):
+        raise ValueError(
+            '%s: observation_spec must be one float TensorSpec (the '
+            'decoder reconstructs it), got %s' % (name, observation_spec)
+        )
+
+
+def _recurrent_core(
+    latent: tf.TensorSpec,
+    action_input: tf.TensorSpec,
+    read: tf.TensorSpec,
+    lstm_size: Union[int, Sequence[int]],
+    memory_size: int,
+    usage_decay: float,
+) -> Tuple[LSTMEncodingNetwork, MemoryWithUsage]:
+    """The predictor's LSTM on ``[z, a, m]`` and its memory, whose keys
+    come from the LSTM's output."""
+    rnn = LSTMEncodingNetwork(
+        (latent, action_input, read),
+        input_fc_layer_params=(),
+        lstm_size=lstm_size,
+        name='lstm',
+    )
+    z_dim = latent.shape[0]
+    memory = MemoryWithUsage(
+        z_dim,
+        memory_size,
+        read.shape[0] // z_dim,
+        key_input_size=rnn.output_size,
+        usage_decay=usage_decay,
+    )
+    return rnn, memory
 
 
 @gin.configurable
@@ -193,32 +229,15 @@ class MemoryBasedPredictor(Algorithm):
         optimizer: Optional[Any] = None,
         name: str = 'MemoryBasedPredictor',
     ):
-        if not (
-            isinstance(observation_spec, tf.TensorSpec)
-            and observation_spec.dtype.is_floating
-        ):
-            raise ValueError(
-                '%s: observation_spec must be one float TensorSpec (the '
-                'decoder reconstructs it), got %s' % (name, observation_spec)
-            )
+        _check_observation_spec(name, observation_spec)
         num_actions = _action_size(action_spec)
         action_input = tf.TensorSpec([num_actions], tf.float32)
         latent = tf.TensorSpec([z_dim], tf.float32)
         read = tf.TensorSpec([num_read_keys * z_dim], tf.float32)
-        rnn = LSTMEncodingNetwork(
-            (latent, action_input, read),
-            input_fc_layer_params=(),
-            lstm_size=lstm_size,
-            name='lstm',
+        rnn, memory = _recurrent_core(
+            latent, action_input, read, lstm_size, memory_size, usage_decay
         )
         hidden = tf.TensorSpec([rnn.output_size], tf.float32)
-        memory = MemoryWithUsage(
-            z_dim,
-            memory_size,
-            num_read_keys,
-            key_input_size=rnn.output_size,
-            usage_decay=usage_decay,
-        )
         super().__init__(
             train_state_spec=MBPState(
                 latent=latent,
@@ -243,6 +262,14 @@ class MemoryBasedPredictor(Algorithm):
             prior_network_ctor=functools.partial(_mlp, name='prior_network'),
             beta=beta,
         )
+        self._build_decoders(latent, decoder_ctor)
+
+    def _build_decoders(
+        self, latent: tf.TensorSpec, decoder_ctor: Callable[..., Any]
+    ) -> None:
+        """The observation, reward and action ``DecodingAlgorithm``s."""
+        action_spec, num_actions = self._action_spec, self._num_actions
+        observation_spec = self._observation_spec
         size = observation_spec.shape.num_elements()
         decode = functools.partial(
             DecodingAlgorithm, latent, decoder_ctor=decoder_ctor
@@ -278,7 +305,7 @@ class MemoryBasedPredictor(Algorithm):
             return tf.one_hot(index, self._num_actions)
         return tf.cast(action, tf.float32)
 
-    def train_step(self, inputs: TimeStep, state: MBPState) -> AlgStep:
+    def train_step(self, inputs: Any, state: Any) -> AlgStep:
         """One step of the predictor (module docstring, steps 1-4).
 
         Args:
@@ -451,7 +478,7 @@ class MerlinAlgorithm(OnPolicyAlgorithm):
         observation = tf.stop_gradient(step.output)
         return time_step._replace(observation=observation), step
 
-    def predict(self, time_step: TimeStep, state: MerlinState) -> PolicyStep:
+    def predict(self, time_step: Any, state: Any) -> PolicyStep:
         """The predictor's step, then the policy's ``predict``.
 
         Args:
@@ -466,7 +493,7 @@ class MerlinAlgorithm(OnPolicyAlgorithm):
             state=MerlinState(predictor=step.state, rl=policy.state), info=()
         )
 
-    def rollout(self, time_step: TimeStep, state: MerlinState) -> PolicyStep:
+    def rollout(self, time_step: Any, state: Any) -> PolicyStep:
         """The predictor's step, then the policy's ``rollout``.
 
         Args:

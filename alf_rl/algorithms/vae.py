@@ -18,36 +18,33 @@ Deviation from ALF: the VAE is an ``Algorithm`` on ``tf.Module`` networks
 (ALF's was a Keras model returning its KL as a Keras loss).
 """
 
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, NamedTuple, Optional, Tuple
 
 import gin
 import tensorflow as tf
 
 from alf_rl.algorithms.algorithm import Algorithm, info_of
-from alf_rl.data_structures import AlgStep, LossInfo, namedtuple
+from alf_rl.data_structures import AlgStep, LossInfo
 from alf_rl.networks.encoding_network import EncodingNetwork
 from alf_rl.networks.network import Network
 from alf_rl.ops.gaussian import diagonal_gaussian_kl, reparameterized_sample
 from alf_rl.utils.common import make_stateless_seed
 from alf_rl.utils.nest import Nest
 
-VAEInfo = namedtuple(
-    'VAEInfo',
-    [
-        'z_mean',  # [B, Z] float32 posterior mean
-        'z_log_var',  # [B, Z] float32 posterior log-variance
-        'kl',  # [B] float32 KL(q || p)
-    ],
-    default_value=(),
-)
 
-DecodingInfo = namedtuple(
-    'DecodingInfo',
-    [
-        'loss',  # [B] float32 the decoder's loss
-    ],
-    default_value=(),
-)
+class VAEInfo(NamedTuple):
+    """Fields (``()`` where absent):"""
+
+    z_mean: Any = ()  # [B, Z] float32 posterior mean
+    z_log_var: Any = ()  # [B, Z] float32 posterior log-variance
+    kl: Any = ()  # [B] float32 KL(q || p)
+
+
+class DecodingInfo(NamedTuple):
+    """Fields (``()`` where absent):"""
+
+    loss: Any = ()  # [B] float32 the decoder's loss
+
 
 #: Hidden layers of the default encoder.
 DEFAULT_FC_LAYER_PARAMS = (64,)
@@ -66,6 +63,31 @@ def _mlp(
         last_layer_size=last_layer_size,
         name=name,
     )
+
+
+def _check_arguments(
+    name: str,
+    z_dim: int,
+    beta: float,
+    prior_input_spec: Optional[Nest],
+    prior_network_ctor: Optional[Callable[..., Network]],
+    use_given_prior: bool,
+) -> None:
+    """The constructor's checks of ``VariationalAutoEncoder``."""
+    if int(z_dim) < 1:
+        raise ValueError('%s: z_dim must be >= 1, got %r' % (name, z_dim))
+    if not beta >= 0:
+        raise ValueError('%s: beta must be >= 0, got %r' % (name, beta))
+    if (prior_network_ctor is None) != (prior_input_spec is None):
+        raise ValueError(
+            '%s: prior_network_ctor and prior_input_spec go together '
+            '(got %s and %s)' % (name, prior_network_ctor, prior_input_spec)
+        )
+    if prior_network_ctor is not None and use_given_prior:
+        raise ValueError(
+            '%s: use_given_prior=True with a prior_network_ctor: the '
+            'prior is either learned here or given, not both' % name
+        )
 
 
 @gin.configurable
@@ -110,21 +132,14 @@ class VariationalAutoEncoder(Algorithm):
         optimizer: Optional[Any] = None,
         name: str = 'VariationalAutoEncoder',
     ):
-        if int(z_dim) < 1:
-            raise ValueError('%s: z_dim must be >= 1, got %r' % (name, z_dim))
-        if not beta >= 0:
-            raise ValueError('%s: beta must be >= 0, got %r' % (name, beta))
-        if (prior_network_ctor is None) != (prior_input_spec is None):
-            raise ValueError(
-                '%s: prior_network_ctor and prior_input_spec go together '
-                '(got %s and %s)'
-                % (name, prior_network_ctor, prior_input_spec)
-            )
-        if prior_network_ctor is not None and use_given_prior:
-            raise ValueError(
-                '%s: use_given_prior=True with a prior_network_ctor: the '
-                'prior is either learned here or given, not both' % name
-            )
+        _check_arguments(
+            name,
+            z_dim,
+            beta,
+            prior_input_spec,
+            prior_network_ctor,
+            use_given_prior,
+        )
         super().__init__(optimizer=optimizer, name=name)
         self._z_dim = int(z_dim)
         self._beta = float(beta)
@@ -227,7 +242,7 @@ class VariationalAutoEncoder(Algorithm):
         kl = diagonal_gaussian_kl(mu, log_var, prior_mean, prior_log_var)
         return z, VAEInfo(z_mean=mu, z_log_var=log_var, kl=kl)
 
-    def train_step(self, inputs: Nest, state: Nest = ()) -> AlgStep:
+    def train_step(self, inputs: Any, state: Any = ()) -> AlgStep:
         """One encoding: ``inputs`` is x, or ``(x, prior_input)`` with a
         prior network.
 
@@ -317,9 +332,7 @@ class DecodingAlgorithm(Algorithm):
         """The decoder network."""
         return self._decoder
 
-    def train_step(
-        self, inputs: Tuple[Nest, Any], state: Nest = ()
-    ) -> AlgStep:
+    def train_step(self, inputs: Any, state: Any = ()) -> AlgStep:
         """Decodes ``inputs[0]`` and scores it against ``inputs[1]``.
 
         Args:

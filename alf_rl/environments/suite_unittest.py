@@ -425,7 +425,7 @@ _LOADABLE = {
 
 
 def load(env_name: str, seed: int = 0, env_id: int = 0,
-         episode_length: int = 15, **kwargs) -> UnbatchedUnittestEnv:
+         episode_length: int = 15, **kwargs: Any) -> UnbatchedUnittestEnv:
     """An unbatched unittest environment for ``create_environment``:
     ``create_environment.env_load_fn = @suite_unittest.load`` with
     ``create_environment.env_name = 'RNNPolicyUnittest'`` trains on

@@ -13,10 +13,15 @@ import tf_keras
 
 from alf_rl.algorithms import ActorCriticAlgorithm, PPOAlgorithm
 from alf_rl.algorithms.memory import MemoryState
-from alf_rl.algorithms.merlin_algorithm import (MBPInfo, MBPState,
-                                                MemoryBasedPredictor,
-                                                MerlinAlgorithm, MerlinInfo,
-                                                MerlinLossInfo, MerlinState)
+from alf_rl.algorithms.merlin_algorithm import (
+    MBPInfo,
+    MBPState,
+    MemoryBasedPredictor,
+    MerlinAlgorithm,
+    MerlinInfo,
+    MerlinLossInfo,
+    MerlinState,
+)
 from alf_rl.data_structures import StepType, TimeStep
 from alf_rl.drivers import OnPolicyDriver
 from alf_rl.environments.suite_unittest import RNNPolicyUnittestEnv
@@ -29,38 +34,56 @@ Z, N, K = 4, 6, 2
 
 
 def _predictor(observation_spec, action_spec):
-    return MemoryBasedPredictor(observation_spec, action_spec, z_dim=Z,
-                                memory_size=N, num_read_keys=K,
-                                lstm_size=(8, ))
+    return MemoryBasedPredictor(
+        observation_spec,
+        action_spec,
+        z_dim=Z,
+        memory_size=N,
+        num_read_keys=K,
+        lstm_size=(8,),
+    )
 
 
 def _a2c(observation_spec, action_spec):
     return ActorCriticAlgorithm(
-        observation_spec, action_spec,
-        actor_network_ctor=functools.partial(ActorDistributionNetwork,
-                                             fc_layer_params=(8, )),
-        value_network_ctor=functools.partial(ValueNetwork,
-                                             fc_layer_params=(8, )))
+        observation_spec,
+        action_spec,
+        actor_network_ctor=functools.partial(
+            ActorDistributionNetwork, fc_layer_params=(8,)
+        ),
+        value_network_ctor=functools.partial(
+            ValueNetwork, fc_layer_params=(8,)
+        ),
+    )
 
 
 def _merlin(observation_spec, action_spec):
-    return MerlinAlgorithm(observation_spec, action_spec,
-                           predictor_ctor=_predictor, rl_algorithm_ctor=_a2c,
-                           optimizer=tf_keras.optimizers.Adam(1e-3))
+    return MerlinAlgorithm(
+        observation_spec,
+        action_spec,
+        predictor_ctor=_predictor,
+        rl_algorithm_ctor=_a2c,
+        optimizer=tf_keras.optimizers.Adam(1e-3),
+    )
 
 
 def _env(batch_size=2, episode_length=5, seed=0):
-    return TFPyEnvironment(RNNPolicyUnittestEnv(
-        batch_size, episode_length, obs_dim=3, gap=2, seed=seed))
+    return TFPyEnvironment(
+        RNNPolicyUnittestEnv(
+            batch_size, episode_length, obs_dim=3, gap=2, seed=seed
+        )
+    )
 
 
 def _time_step(step_type, observation, batch_size=2):
-    return TimeStep(step_type=tf.fill([batch_size], step_type),
-                    reward=tf.zeros([batch_size]),
-                    discount=tf.ones([batch_size]),
-                    observation=tf.constant(observation, tf.float32),
-                    prev_action=tf.zeros([batch_size], tf.int64),
-                    env_id=tf.range(batch_size))
+    return TimeStep(
+        step_type=tf.fill([batch_size], step_type),
+        reward=tf.zeros([batch_size]),
+        discount=tf.ones([batch_size]),
+        observation=tf.constant(observation, tf.float32),
+        prev_action=tf.zeros([batch_size], tf.int64),
+        env_id=tf.range(batch_size),
+    )
 
 
 def test_state_and_info_structure():
@@ -71,20 +94,24 @@ def test_state_and_info_structure():
     assert isinstance(state.predictor, MBPState)
     assert isinstance(state.predictor.memory, MemoryState)
     assert state.predictor.memory.memory.shape == (2, N, Z)
-    assert alg.predictor.output_spec.shape == (Z + K * Z, )
+    assert alg.predictor.output_spec.shape == (Z + K * Z,)
     step = alg.rollout(_time_step(StepType.FIRST, np.ones([2, 3])), state)
-    assert step.action.shape == (2, )
+    assert step.action.shape == (2,)
     assert isinstance(step.info, MerlinInfo)
     assert isinstance(step.info.predictor, MBPInfo)
     assert step.info.predictor.read_attention.shape == (2, K, N)
-    for loss in (step.info.predictor.vae.kl,
-                 step.info.predictor.observation_loss,
-                 step.info.predictor.reward_loss,
-                 step.info.predictor.action_loss):
-        assert loss.shape == (2, ) and np.all(loss.numpy() >= 0)
-    predicted = alg.predict(_time_step(StepType.FIRST, np.ones([2, 3])),
-                            alg.get_initial_predict_state(2))
-    assert predicted.action.shape == (2, )
+    for loss in (
+        step.info.predictor.vae.kl,
+        step.info.predictor.observation_loss,
+        step.info.predictor.reward_loss,
+        step.info.predictor.action_loss,
+    ):
+        assert loss.shape == (2,) and np.all(loss.numpy() >= 0)
+    predicted = alg.predict(
+        _time_step(StepType.FIRST, np.ones([2, 3])),
+        alg.get_initial_predict_state(2),
+    )
+    assert predicted.action.shape == (2,)
 
 
 def test_predictor_writes_each_latent_to_the_next_free_slot():
@@ -93,15 +120,17 @@ def test_predictor_writes_each_latent_to_the_next_free_slot():
     predictor = _predictor(env.observation_spec(), env.action_spec())
     state = predictor.get_initial_train_state(2)
     latents = []
-    for t, obs in enumerate([np.ones([2, 3]), np.zeros([2, 3]),
-                             np.zeros([2, 3])]):
+    for t, obs in enumerate(
+        [np.ones([2, 3]), np.zeros([2, 3]), np.zeros([2, 3])]
+    ):
         step = predictor.train_step(
-            _time_step(StepType.FIRST if t == 0 else StepType.MID, obs),
-            state)
+            _time_step(StepType.FIRST if t == 0 else StepType.MID, obs), state
+        )
         state = step.state
         latents.append(state.latent.numpy())
-        np.testing.assert_allclose(step.output.numpy()[:, :Z],
-                                   state.latent.numpy())
+        np.testing.assert_allclose(
+            step.output.numpy()[:, :Z], state.latent.numpy()
+        )
     memory = state.memory.memory.numpy()
     for t in range(3):
         np.testing.assert_allclose(memory[:, t], latents[t], rtol=1e-6)
@@ -114,13 +143,13 @@ def test_policy_loss_does_not_train_the_predictor():
     alg = _merlin(env.observation_spec(), env.action_spec())
     state = alg.get_initial_rollout_state(2)
     with tf.GradientTape(persistent=True) as tape:
-        step = alg.rollout(_time_step(StepType.FIRST, np.ones([2, 3])),
-                           state)
+        step = alg.rollout(_time_step(StepType.FIRST, np.ones([2, 3])), state)
         policy_loss = tf.reduce_sum(
-            step.info.rl.action_distribution.logits) + tf.reduce_sum(
-                step.info.rl.value)
+            step.info.rl.action_distribution.logits
+        ) + tf.reduce_sum(step.info.rl.value)
         predictor_loss = tf.reduce_sum(
-            alg.predictor.calc_loss(step.info.predictor).loss)
+            alg.predictor.calc_loss(step.info.predictor).loss
+        )
     predictor_vars = alg.predictor.trainable_variables
     assert all(g is None for g in tape.gradient(policy_loss, predictor_vars))
     grads = tape.gradient(predictor_loss, predictor_vars)
@@ -136,31 +165,40 @@ def test_one_driver_update_trains_every_variable():
     loss_info = driver.run()
     assert isinstance(loss_info.extra, MerlinLossInfo)
     assert np.isfinite(float(loss_info.loss))
-    changed = [not np.array_equal(b, v.numpy())
-               for b, v in zip(before, alg.trainable_variables)]
-    names = [v.name for v, c in zip(alg.trainable_variables, changed)
-             if not c]
+    changed = [
+        not np.array_equal(b, v.numpy())
+        for b, v in zip(before, alg.trainable_variables)
+    ]
+    names = [v.name for v, c in zip(alg.trainable_variables, changed) if not c]
     assert not names, names
 
 
 def test_policy_algorithm_must_train_on_the_unroll():
     env = _env()
     with pytest.raises(ValueError, match='training_kind UNROLL'):
-        MerlinAlgorithm(env.observation_spec(), env.action_spec(),
-                        predictor_ctor=_predictor,
-                        rl_algorithm_ctor=PPOAlgorithm,
-                        optimizer=tf_keras.optimizers.Adam(1e-3))
+        MerlinAlgorithm(
+            env.observation_spec(),
+            env.action_spec(),
+            predictor_ctor=_predictor,
+            rl_algorithm_ctor=PPOAlgorithm,
+            optimizer=tf_keras.optimizers.Adam(1e-3),
+        )
     with pytest.raises(ValueError, match='one float TensorSpec'):
-        MemoryBasedPredictor(tf.TensorSpec([3], tf.int32),
-                             env.action_spec())
+        MemoryBasedPredictor(tf.TensorSpec([3], tf.int32), env.action_spec())
 
 
 def _train(root, num_iterations):
-    config = TrainerConfig(root_dir=root, algorithm_ctor=_merlin,
-                           num_iterations=num_iterations, random_seed=3,
-                           unroll_length=3, iterations_per_call=2,
-                           summary_interval=2, checkpoint_interval=2,
-                           progress_interval_secs=1e6)
+    config = TrainerConfig(
+        root_dir=root,
+        algorithm_ctor=_merlin,
+        num_iterations=num_iterations,
+        random_seed=3,
+        unroll_length=3,
+        iterations_per_call=2,
+        summary_interval=2,
+        checkpoint_interval=2,
+        progress_interval_secs=1e6,
+    )
     trainer = OnPolicyTrainer(config, env=_env(seed=3))
     try:
         return trainer.train()
@@ -170,14 +208,16 @@ def _train(root, num_iterations):
 
 def _checkpoint(root, iteration):
     reader = tf.train.load_checkpoint(
-        os.path.join(root, 'ckpt', 'ckpt-%d' % iteration, 'ckpt'))
-    return {key: reader.get_tensor(key)
-            for key in reader.get_variable_to_shape_map()
-            if key != '_CHECKPOINTABLE_OBJECT_GRAPH'}
+        os.path.join(root, 'ckpt', 'ckpt-%d' % iteration, 'ckpt')
+    )
+    return {
+        key: reader.get_tensor(key)
+        for key in reader.get_variable_to_shape_map()
+        if key != '_CHECKPOINTABLE_OBJECT_GRAPH'
+    }
 
 
-def test_resumed_run_equals_straight_run_with_memory_in_driver_state(
-        tmp_path):
+def test_resumed_run_equals_straight_run_with_memory_in_driver_state(tmp_path):
     straight, split = str(tmp_path / 'straight'), str(tmp_path / 'split')
     result = _train(straight, 4)
     _train(split, 2)
@@ -186,10 +226,12 @@ def test_resumed_run_equals_straight_run_with_memory_in_driver_state(
     assert sorted(a) == sorted(b)
     # The memory ([B, N, Z], mid-episode: 12 steps of 5-step episodes) is
     # part of the driver's saved state.
-    memories = [k for k in a if k.startswith('driver_state/')
-                and a[k].shape == (2, N, Z)]
+    memories = [
+        k
+        for k in a
+        if k.startswith('driver_state/') and a[k].shape == (2, N, Z)
+    ]
     assert memories and np.any(a[memories[0]] != 0)
     for key in a:
         np.testing.assert_array_equal(a[key], b[key], err_msg=key)
-    assert (result['Metrics/AverageReturn'] ==
-            resumed['Metrics/AverageReturn'])
+    assert result['Metrics/AverageReturn'] == resumed['Metrics/AverageReturn']

@@ -6,8 +6,11 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
-from alf_rl.algorithms.vae import (DecodingAlgorithm, VAEInfo,
-                                   VariationalAutoEncoder)
+from alf_rl.algorithms.vae import (
+    DecodingAlgorithm,
+    VAEInfo,
+    VariationalAutoEncoder,
+)
 from alf_rl.data_structures import TrainingInfo
 from alf_rl.utils.common import set_random_seed
 
@@ -17,8 +20,9 @@ def _dataset():
     rng = np.random.RandomState(0)
     factors = rng.randn(64, 2).astype(np.float32)
     mixing = rng.randn(2, 6).astype(np.float32)
-    return tf.constant(factors @ mixing +
-                       0.05 * rng.randn(64, 6).astype(np.float32))
+    return tf.constant(
+        factors @ mixing + 0.05 * rng.randn(64, 6).astype(np.float32)
+    )
 
 
 def _negative_elbo(vae, decoder, x):
@@ -41,13 +45,20 @@ def test_elbo_improves_on_a_fixed_dataset():
     def train():
         with tf.GradientTape() as tape:
             loss = tf.reduce_mean(_negative_elbo(vae, decoder, x)[0])
-        optimizer.apply_gradients(zip(tape.gradient(loss, variables),
-                                      variables))
+        optimizer.apply_gradients(
+            zip(tape.gradient(loss, variables), variables)
+        )
         return loss
 
     def evaluate():
-        return float(np.mean([np.mean(_negative_elbo(vae, decoder, x)[0])
-                              for _ in range(10)]))
+        return float(
+            np.mean(
+                [
+                    np.mean(_negative_elbo(vae, decoder, x)[0])
+                    for _ in range(10)
+                ]
+            )
+        )
 
     before = evaluate()
     for _ in range(300):
@@ -69,14 +80,16 @@ def test_kl_is_the_closed_form_of_the_posterior():
     step = vae.train_step(tf.random.normal([5, 3]))
     mu, lv = step.info.z_mean.numpy(), step.info.z_log_var.numpy()
     want = 0.5 * np.sum(np.exp(lv) + mu**2 - 1 - lv, -1)
-    np.testing.assert_allclose(step.info.kl.numpy(), want, rtol=1e-5,
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        step.info.kl.numpy(), want, rtol=1e-5, atol=1e-6
+    )
     assert step.output.shape == (5, 4)
 
 
 def test_beta_weights_the_kl_in_calc_loss():
-    vae = VariationalAutoEncoder(tf.TensorSpec([3], tf.float32), z_dim=2,
-                                 beta=0.25)
+    vae = VariationalAutoEncoder(
+        tf.TensorSpec([3], tf.float32), z_dim=2, beta=0.25
+    )
     info = VAEInfo(kl=tf.constant([[4.0, 8.0]]))
     loss = vae.calc_loss(TrainingInfo(info=info))
     np.testing.assert_allclose(loss.loss.numpy(), [[1.0, 2.0]])
@@ -93,19 +106,26 @@ def test_given_and_learned_priors():
     _, info = given.encode(x, mu_p, lv_p)
     q_mu, q_lv = info.z_mean.numpy(), info.z_log_var.numpy()
     p_mu, p_lv = mu_p.numpy(), lv_p.numpy()
-    want = 0.5 * np.sum(p_lv - q_lv + (np.exp(q_lv) + (q_mu - p_mu)**2) /
-                        np.exp(p_lv) - 1, -1)
+    want = 0.5 * np.sum(
+        p_lv - q_lv + (np.exp(q_lv) + (q_mu - p_mu) ** 2) / np.exp(p_lv) - 1,
+        -1,
+    )
     np.testing.assert_allclose(info.kl.numpy(), want, rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match='expected the prior'):
         given.encode(x)
     learned = VariationalAutoEncoder(
-        spec, z_dim=2, prior_input_spec=tf.TensorSpec([5], tf.float32),
+        spec,
+        z_dim=2,
+        prior_input_spec=tf.TensorSpec([5], tf.float32),
         prior_network_ctor=lambda input_tensor_spec, last_layer_size: (
-            DecodingAlgorithm(input_tensor_spec, last_layer_size).decoder))
+            DecodingAlgorithm(input_tensor_spec, last_layer_size).decoder
+        ),
+    )
     step = learned.train_step((x, tf.ones([4, 5])))
     assert step.output.shape == (4, 2) and step.info.kl.shape == (4,)
     with pytest.raises(ValueError, match='go together'):
-        VariationalAutoEncoder(spec, z_dim=2,
-                               prior_input_spec=tf.TensorSpec([5]))
+        VariationalAutoEncoder(
+            spec, z_dim=2, prior_input_spec=tf.TensorSpec([5])
+        )
     with pytest.raises(ValueError, match='z_dim must be >= 1'):
         VariationalAutoEncoder(spec, z_dim=0)

@@ -14,8 +14,10 @@ import numpy as np
 import tf_keras
 
 from alf_rl.algorithms import ActorCriticAlgorithm, ActorCriticLoss
-from alf_rl.algorithms.merlin_algorithm import (MemoryBasedPredictor,
-                                                MerlinAlgorithm)
+from alf_rl.algorithms.merlin_algorithm import (
+    MemoryBasedPredictor,
+    MerlinAlgorithm,
+)
 from alf_rl.drivers import OnPolicyDriver
 from alf_rl.environments.suite_unittest import RNNPolicyUnittestEnv
 from alf_rl.environments.tf_environment import TFPyEnvironment
@@ -29,34 +31,47 @@ CHANCE_RETURN = 2.5
 
 def _a2c(observation_spec, action_spec, optimizer=None):
     return ActorCriticAlgorithm(
-        observation_spec, action_spec,
-        actor_network_ctor=functools.partial(ActorDistributionNetwork,
-                                             fc_layer_params=(64, )),
-        value_network_ctor=functools.partial(ValueNetwork,
-                                             fc_layer_params=(64, )),
+        observation_spec,
+        action_spec,
+        actor_network_ctor=functools.partial(
+            ActorDistributionNetwork, fc_layer_params=(64,)
+        ),
+        value_network_ctor=functools.partial(
+            ValueNetwork, fc_layer_params=(64,)
+        ),
         loss=ActorCriticLoss(gamma=1.0, entropy_regularization=0.01),
-        optimizer=optimizer)
+        optimizer=optimizer,
+    )
 
 
 def _merlin(observation_spec, action_spec):
     return MerlinAlgorithm(
-        observation_spec, action_spec,
-        predictor_ctor=functools.partial(MemoryBasedPredictor, z_dim=8,
-                                         memory_size=16, num_read_keys=2,
-                                         lstm_size=(32, )),
-        rl_algorithm_ctor=_a2c, optimizer=tf_keras.optimizers.Adam(1e-2))
+        observation_spec,
+        action_spec,
+        predictor_ctor=functools.partial(
+            MemoryBasedPredictor,
+            z_dim=8,
+            memory_size=16,
+            num_read_keys=2,
+            lstm_size=(32,),
+        ),
+        rl_algorithm_ctor=_a2c,
+        optimizer=tf_keras.optimizers.Adam(1e-2),
+    )
 
 
 def _feed_forward(observation_spec, action_spec):
-    return _a2c(observation_spec, action_spec,
-                tf_keras.optimizers.Adam(1e-2))
+    return _a2c(observation_spec, action_spec, tf_keras.optimizers.Adam(1e-2))
 
 
 def _train(algorithm_ctor, seed, iterations, batch_size=32):
     """Mean AverageReturn of the last 10 iterations."""
     set_random_seed(seed)
-    env = TFPyEnvironment(RNNPolicyUnittestEnv(
-        batch_size, EPISODE_LENGTH, obs_dim=3, gap=GAP, seed=seed))
+    env = TFPyEnvironment(
+        RNNPolicyUnittestEnv(
+            batch_size, EPISODE_LENGTH, obs_dim=3, gap=GAP, seed=seed
+        )
+    )
     alg = algorithm_ctor(env.observation_spec(), env.action_spec())
     driver = OnPolicyDriver(env, alg, train_interval=EPISODE_LENGTH)
     metric = [m for m in driver.metrics if m.name == 'AverageReturn'][0]

@@ -11,8 +11,9 @@ def _numpy_kl(mu_q, lv_q, mu_p, lv_p):
     closed form: log(s_p / s_q) + (s_q^2 + (m_q - m_p)^2) / (2 s_p^2) - 1/2.
     """
     s_q, s_p = np.sqrt(np.exp(lv_q)), np.sqrt(np.exp(lv_p))
-    per_dim = (np.log(s_p / s_q) + (s_q**2 + (mu_q - mu_p) ** 2) /
-               (2 * s_p**2) - 0.5)
+    per_dim = (
+        np.log(s_p / s_q) + (s_q**2 + (mu_q - mu_p) ** 2) / (2 * s_p**2) - 0.5
+    )
     return per_dim.sum(-1)
 
 
@@ -30,20 +31,23 @@ def test_kl_to_given_prior_matches_closed_form():
     mu_q, lv_q, mu_p, lv_p = rng.randn(4, 3, 6, 4).astype(np.float32)
     got = diagonal_gaussian_kl(*map(tf.constant, (mu_q, lv_q, mu_p, lv_p)))
     assert got.shape == (3, 6)
-    np.testing.assert_allclose(got.numpy(),
-                               _numpy_kl(mu_q, lv_q, mu_p, lv_p),
-                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        got.numpy(), _numpy_kl(mu_q, lv_q, mu_p, lv_p), rtol=1e-5, atol=1e-5
+    )
 
 
 def test_kl_is_zero_between_equal_gaussians_and_hand_value():
     mu = tf.constant([[0.3, -1.0]])
     lv = tf.constant([[0.5, -0.2]])
-    np.testing.assert_allclose(diagonal_gaussian_kl(mu, lv, mu, lv).numpy(),
-                               [0.0], atol=1e-6)
+    np.testing.assert_allclose(
+        diagonal_gaussian_kl(mu, lv, mu, lv).numpy(), [0.0], atol=1e-6
+    )
     # N(1, 1) vs N(0, 1) in one dimension: 0.5 * 1^2.
     np.testing.assert_allclose(
         diagonal_gaussian_kl(tf.constant([[1.0]]), tf.constant([[0.0]])),
-        [0.5], rtol=1e-6)
+        [0.5],
+        rtol=1e-6,
+    )
 
 
 def test_reparameterized_sample_and_its_gradients():
@@ -53,10 +57,10 @@ def test_reparameterized_sample_and_its_gradients():
     with tf.GradientTape() as tape:
         tape.watch([mu, lv])
         z = reparameterized_sample(mu, lv, eps)
-    np.testing.assert_allclose(z.numpy(), [[1.0 + 2.0 * 0.5, -3.0]],
-                               rtol=1e-6)
+    np.testing.assert_allclose(z.numpy(), [[1.0 + 2.0 * 0.5, -3.0]], rtol=1e-6)
     d_mu, d_lv = tape.gradient(z, [mu, lv])
     np.testing.assert_allclose(d_mu.numpy(), [[1.0, 1.0]])
     # dz/dlv = 0.5 exp(lv / 2) eps
-    np.testing.assert_allclose(d_lv.numpy(), [[0.5 * 2.0 * 0.5, -0.5]],
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        d_lv.numpy(), [[0.5 * 2.0 * 0.5, -0.5]], rtol=1e-6
+    )
