@@ -17,6 +17,10 @@ continuous ``BoundedTensorSpec((1,), float32, 0, 1)``; observations float32
 * ``ChainUnittestEnv``: walk right along a chain of N positions; reward 1
   only on reaching the far end: undirected exploration fails.
 
+``load(env_name, seed, ...)`` builds one of them unbatched for
+``create_environment`` (``create_environment.env_load_fn =
+@unittest_load_fn()`` in gin), so that ``alf-train`` can train on it.
+
 ``get_state``/``set_state`` give and restore an environment's whole state
 (episode step, random generator), so a checkpointed run continues them
 exactly (``TFPyEnvironment.checkpoint_state``).
