@@ -19,7 +19,7 @@ and a policy that reads its latent and its memory (ALF's
 The policy is any on-policy RL algorithm of the library (default
 ``ActorCriticAlgorithm``) whose observation is ``[z_t, m_t]``, with the
 gradient stopped: as in the paper, the policy's loss does not train the
-predictor. Its state (LSTM, previous latent and read, the memory) travels
+predictor. Its state (the LSTM state, the previous read, the memory) travels
 with the policy state, carried by the drivers and reset at FIRST steps.
 
 Simplifications against the paper (as ALF's): no retroactive memory
@@ -69,7 +69,6 @@ from alf_rl.utils.nest import Nest
 class MBPState(NamedTuple):
     """Fields (``()`` where absent):"""
 
-    latent: Any = ()  # [B, Z] float32 z_{t-1}
     read: Any = ()  # [B, K * Z] float32 m_{t-1}, the previous memory read
     rnn: Any = ()  # the LSTM's state: one ([B, H], [B, H]) pair per layer
     memory: Any = ()  # MemoryState: [B, N, Z] slots, [B, N] usage
@@ -240,7 +239,6 @@ class MemoryBasedPredictor(Algorithm):
         hidden = tf.TensorSpec([rnn.output_size], tf.float32)
         super().__init__(
             train_state_spec=MBPState(
-                latent=latent,
                 read=read,
                 rnn=rnn.state_spec,
                 memory=memory.state_spec,
@@ -342,7 +340,7 @@ class MemoryBasedPredictor(Algorithm):
         action_loss = self._action_decoder.train_step((z, label)).info
         return AlgStep(
             output=tf.concat([z, read], -1),
-            state=MBPState(latent=z, read=read, rnn=rnn_state, memory=memory),
+            state=MBPState(read=read, rnn=rnn_state, memory=memory),
             info=MBPInfo(
                 vae=vae_info,
                 observation_loss=observation_loss.loss,

@@ -127,10 +127,7 @@ def test_predictor_writes_each_latent_to_the_next_free_slot():
             _time_step(StepType.FIRST if t == 0 else StepType.MID, obs), state
         )
         state = step.state
-        latents.append(state.latent.numpy())
-        np.testing.assert_allclose(
-            step.output.numpy()[:, :Z], state.latent.numpy()
-        )
+        latents.append(step.output.numpy()[:, :Z])
     memory = state.memory.memory.numpy()
     for t in range(3):
         np.testing.assert_allclose(memory[:, t], latents[t], rtol=1e-6)
@@ -161,7 +158,8 @@ def test_one_driver_update_trains_every_variable():
     env = _env(batch_size=4, episode_length=5)
     alg = _merlin(env.observation_spec(), env.action_spec())
     before = [v.numpy().copy() for v in alg.trainable_variables]
-    driver = OnPolicyDriver(env, alg, train_interval=6)
+    # Eager (the learning test and the example run it compiled).
+    driver = OnPolicyDriver(env, alg, train_interval=6, use_tf_functions=False)
     loss_info = driver.run()
     assert isinstance(loss_info.extra, MerlinLossInfo)
     assert np.isfinite(float(loss_info.loss))
@@ -198,6 +196,7 @@ def _train(root, num_iterations):
         summary_interval=2,
         checkpoint_interval=2,
         progress_interval_secs=1e6,
+        use_tf_functions=False,
     )
     trainer = OnPolicyTrainer(config, env=_env(seed=3))
     try:
