@@ -19,6 +19,7 @@ import alf_rl.algorithms  # noqa: F401
 import alf_rl.distributed.ray_actors  # noqa: F401
 import alf_rl.environments  # noqa: F401
 import alf_rl.environments.gym_wrappers  # noqa: F401
+import alf_rl.environments.suite_unittest  # noqa: F401
 import alf_rl.networks  # noqa: F401
 import alf_rl.ops.losses as _losses
 import alf_rl.trainers  # noqa: F401

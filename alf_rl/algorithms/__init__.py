@@ -34,3 +34,9 @@ from alf_rl.algorithms.planning_algorithm import (
     RandomShootingPlanner,
 )
 from alf_rl.algorithms.mbrl_algorithm import MbrlAlgorithm
+from alf_rl.algorithms.memory import MemoryWithUsage
+from alf_rl.algorithms.vae import DecodingAlgorithm, VariationalAutoEncoder
+from alf_rl.algorithms.merlin_algorithm import (
+    MemoryBasedPredictor,
+    MerlinAlgorithm,
+)

@@ -17,13 +17,19 @@ continuous ``BoundedTensorSpec((1,), float32, 0, 1)``; observations float32
 * ``ChainUnittestEnv``: walk right along a chain of N positions; reward 1
   only on reaching the far end: undirected exploration fails.
 
+``load(env_name, seed, ...)`` builds one of them unbatched for
+``create_environment`` (``create_environment.env_load_fn =
+@unittest_load_fn()`` in gin), so that ``alf-train`` can train on it.
+
 ``get_state``/``set_state`` give and restore an environment's whole state
 (episode step, random generator), so a checkpointed run continues them
 exactly (``TFPyEnvironment.checkpoint_state``).
 """
 
-from typing import Optional
+import functools
+from typing import Any, Callable, Optional
 
+import gin
 import numpy as np
 
 from alf_rl.data_structures import StepType, TimeStep
@@ -372,3 +378,98 @@ class ChainUnittestEnv(UnittestEnv):
         position = np.clip(self._position + move, 0, end)
         self._position = np.where(at_end, end, position)
         return ((self._position == end) & ~at_end).astype(np.float64)
+
+
+class UnbatchedUnittestEnv(PyEnvironment):
+    """One environment of a unittest environment built with
+    ``batch_size=1``, without the batch dimension: what
+    ``create_environment`` batches (``BatchedPyEnvironment``), so that
+    ``alf-train`` can train on it (see ``load``).
+
+    Args:
+        env: a ``UnittestEnv`` with ``batch_size`` 1.
+
+    Raises:
+        ValueError: ``env`` has another batch size.
+    """
+
+    def __init__(self, env: UnittestEnv):
+        if env.batch_size != 1:
+            raise ValueError(
+                "UnbatchedUnittestEnv: expected a unittest environment with "
+                "batch_size=1, got batch_size=%d" % env.batch_size)
+        self._env = env
+
+    def observation_spec(self) -> BoundedTensorSpec:
+        """The wrapped environment's observation spec."""
+        return self._env.observation_spec()
+
+    def action_spec(self) -> BoundedTensorSpec:
+        """The wrapped environment's action spec."""
+        return self._env.action_spec()
+
+    def seed(self, seed: int) -> None:
+        """Restarts the wrapped environment's random numbers."""
+        self._env.seed(seed)
+
+    @staticmethod
+    def _unbatch(time_step: TimeStep) -> TimeStep:
+        return TimeStep(*[np.asarray(x)[0] for x in time_step])
+
+    def _reset(self):
+        return self._unbatch(self._env.reset())
+
+    def _step(self, action):
+        return self._unbatch(self._env.step(np.asarray(action)[None]))
+
+
+#: ``load``'s names of the unittest environments.
+_LOADABLE = {
+    'ValueUnittest': ValueUnittestEnv,
+    'PolicyUnittest': PolicyUnittestEnv,
+    'RNNPolicyUnittest': RNNPolicyUnittestEnv,
+}
+
+
+def load(env_name: str, seed: int = 0, env_id: int = 0,
+         episode_length: int = 15, **kwargs: Any) -> UnbatchedUnittestEnv:
+    """An unbatched unittest environment for ``create_environment``:
+    ``create_environment.env_load_fn = @suite_unittest.load`` with
+    ``create_environment.env_name = 'RNNPolicyUnittest'`` trains on
+    ``RNNPolicyUnittestEnv`` from a gin file.
+
+    Args:
+        env_name: 'ValueUnittest', 'PolicyUnittest' or 'RNNPolicyUnittest'.
+        seed: seed of this environment's random numbers.
+        env_id: index of the environment (unused: each gets its own seed).
+        episode_length: steps per episode.
+        **kwargs: further arguments of the environment (``obs_dim``,
+            ``action_type``, ``gap``); bind them with
+            ``suite_unittest.load.gap = 10``.
+    Returns:
+        The ``UnbatchedUnittestEnv``.
+    Raises:
+        ValueError: an unknown ``env_name``.
+    """
+    del env_id
+    if env_name not in _LOADABLE:
+        raise ValueError("suite_unittest.load: env_name must be one of %s, "
+                         "got %r" % (sorted(_LOADABLE), env_name))
+    return UnbatchedUnittestEnv(_LOADABLE[env_name](
+        1, episode_length, seed=seed, **kwargs))
+
+
+@gin.configurable
+def unittest_load_fn(**load_kwargs: Any) -> Callable[..., UnbatchedUnittestEnv]:
+    """A picklable ``env_load_fn`` of ``create_environment`` for the
+    unittest environments: ``create_environment.env_load_fn =
+    @unittest_load_fn()``, with ``load``'s settings as its bindings (e.g.
+    ``unittest_load_fn.gap = 10``).
+
+    Args:
+        **load_kwargs: keyword arguments of ``load`` (``episode_length``,
+            ``obs_dim``, ``gap``, ...).
+    Returns:
+        ``functools.partial(load, **load_kwargs)``.
+    """
+    return functools.partial(load, **load_kwargs)

@@ -84,6 +84,9 @@ from alf_rl.algorithms import (ActorCriticAlgorithm, ActorCriticLoss, Agent,
                                RandomShootingPlanner,
                                RewardEstimationAlgorithm)
 from alf_rl.networks import EnsembleNetwork
+from alf_rl.algorithms import (DecodingAlgorithm, MemoryBasedPredictor,
+                               MemoryWithUsage, MerlinAlgorithm,
+                               VariationalAutoEncoder)
 from alf_rl.data_structures import (LossInfo, StepType, TrainingInfo,
                                     namedtuple)
 from alf_rl.drivers import OnPolicyDriver
@@ -323,6 +326,29 @@ def _agent_a2c_icm(obs, act):
     return alg, roles
 
 
+def _merlin(obs, act):
+    """The predictor (VAE, memory, decoders) with its own optimizer; the
+    A2C policy trained by MERLIN's."""
+    roles = {'merlin': _adam(), 'predictor': _adam()}
+    predictor = functools.partial(
+        MemoryBasedPredictor, z_dim=4, memory_size=6, num_read_keys=2,
+        lstm_size=(8, ), optimizer=roles['predictor'],
+        encoding_network_ctor=functools.partial(
+            EncodingNetwork, fc_layer_params=HIDDEN),
+        decoder_ctor=functools.partial(EncodingNetwork,
+                                       fc_layer_params=HIDDEN))
+
+    def a2c(observation_spec, action_spec):
+        return ActorCriticAlgorithm(
+            observation_spec, action_spec,
+            actor_network_ctor=_actor_distribution(),
+            value_network_ctor=_value(), loss=ActorCriticLoss())
+
+    alg = MerlinAlgorithm(obs, act, predictor_ctor=predictor,
+                          rl_algorithm_ctor=a2c, optimizer=roles['merlin'])
+    return alg, roles
+
+
 def _agent_ppo_rnd(obs, act):
     rnd_opt = _adam()
     alg = Agent(obs, act,
@@ -477,6 +503,8 @@ CASES = [
          target_networks=1),
     Case('agent_sac_diayn_skills', Agent, _agent_sac_diayn, 'replay',
          'continuous', train_kwargs=_PAIRS, target_networks=2),
+    # The memory is part of the policy state the driver carries.
+    Case('merlin', MerlinAlgorithm, _merlin, 'driver', length=6),
 ]
 
 #: Exported bases: they declare the interface and are trained only through
@@ -497,6 +525,11 @@ COMPONENTS = {
     RewardEstimationAlgorithm: 'mbrl_cem_learned_reward',
     CEMPlanner: 'mbrl_cem_learned_reward',
     RandomShootingPlanner: 'mbrl_random_shooting',
+    # MERLIN's parts: its predictor is a VAE, a memory and decoders.
+    MemoryBasedPredictor: 'merlin',
+    VariationalAutoEncoder: 'merlin',
+    DecodingAlgorithm: 'merlin',
+    MemoryWithUsage: 'merlin',
 }
 
 

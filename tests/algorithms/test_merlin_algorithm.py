@@ -1,0 +1,236 @@
+"""Tests for MemoryBasedPredictor and MerlinAlgorithm: state and info
+structure, what the predictor writes to memory, gradient routing (the
+policy's loss does not train the predictor), one driver update and an
+exact resume with the memory in the driver's state."""
+
+import functools
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras
+
+from alf_rl.algorithms import ActorCriticAlgorithm, PPOAlgorithm
+from alf_rl.algorithms.memory import MemoryState
+from alf_rl.algorithms.merlin_algorithm import (
+    MBPInfo,
+    MBPState,
+    MemoryBasedPredictor,
+    MerlinAlgorithm,
+    MerlinInfo,
+    MerlinLossInfo,
+    MerlinState,
+)
+from alf_rl.data_structures import StepType, TimeStep
+from alf_rl.drivers import OnPolicyDriver
+from alf_rl.environments.suite_unittest import RNNPolicyUnittestEnv
+from alf_rl.environments.tf_environment import TFPyEnvironment
+from alf_rl.networks import ActorDistributionNetwork, ValueNetwork
+from alf_rl.trainers import OnPolicyTrainer, TrainerConfig
+from alf_rl.utils.common import set_random_seed
+
+Z, N, K = 4, 6, 2
+
+
+def _predictor(observation_spec, action_spec):
+    return MemoryBasedPredictor(
+        observation_spec,
+        action_spec,
+        z_dim=Z,
+        memory_size=N,
+        num_read_keys=K,
+        lstm_size=(8,),
+    )
+
+
+def _a2c(observation_spec, action_spec):
+    return ActorCriticAlgorithm(
+        observation_spec,
+        action_spec,
+        actor_network_ctor=functools.partial(
+            ActorDistributionNetwork, fc_layer_params=(8,)
+        ),
+        value_network_ctor=functools.partial(
+            ValueNetwork, fc_layer_params=(8,)
+        ),
+    )
+
+
+def _merlin(observation_spec, action_spec):
+    return MerlinAlgorithm(
+        observation_spec,
+        action_spec,
+        predictor_ctor=_predictor,
+        rl_algorithm_ctor=_a2c,
+        optimizer=tf_keras.optimizers.Adam(1e-3),
+    )
+
+
+def _env(batch_size=2, episode_length=5, seed=0):
+    return TFPyEnvironment(
+        RNNPolicyUnittestEnv(
+            batch_size, episode_length, obs_dim=3, gap=2, seed=seed
+        )
+    )
+
+
+def _time_step(step_type, observation, batch_size=2):
+    return TimeStep(
+        step_type=tf.fill([batch_size], step_type),
+        reward=tf.zeros([batch_size]),
+        discount=tf.ones([batch_size]),
+        observation=tf.constant(observation, tf.float32),
+        prev_action=tf.zeros([batch_size], tf.int64),
+        env_id=tf.range(batch_size),
+    )
+
+
+def test_state_and_info_structure():
+    env = _env()
+    alg = _merlin(env.observation_spec(), env.action_spec())
+    state = alg.get_initial_rollout_state(2)
+    assert isinstance(state, MerlinState)
+    assert isinstance(state.predictor, MBPState)
+    assert isinstance(state.predictor.memory, MemoryState)
+    assert state.predictor.memory.memory.shape == (2, N, Z)
+    assert alg.predictor.output_spec.shape == (Z + K * Z,)
+    step = alg.rollout(_time_step(StepType.FIRST, np.ones([2, 3])), state)
+    assert step.action.shape == (2,)
+    assert isinstance(step.info, MerlinInfo)
+    assert isinstance(step.info.predictor, MBPInfo)
+    assert step.info.predictor.read_attention.shape == (2, K, N)
+    for loss in (
+        step.info.predictor.vae.kl,
+        step.info.predictor.observation_loss,
+        step.info.predictor.reward_loss,
+        step.info.predictor.action_loss,
+    ):
+        assert loss.shape == (2,) and np.all(loss.numpy() >= 0)
+    predicted = alg.predict(
+        _time_step(StepType.FIRST, np.ones([2, 3])),
+        alg.get_initial_predict_state(2),
+    )
+    assert predicted.action.shape == (2,)
+
+
+def test_predictor_writes_each_latent_to_the_next_free_slot():
+    set_random_seed(0)
+    env = _env()
+    predictor = _predictor(env.observation_spec(), env.action_spec())
+    state = predictor.get_initial_train_state(2)
+    latents = []
+    for t, obs in enumerate(
+        [np.ones([2, 3]), np.zeros([2, 3]), np.zeros([2, 3])]
+    ):
+        step = predictor.train_step(
+            _time_step(StepType.FIRST if t == 0 else StepType.MID, obs), state
+        )
+        state = step.state
+        latents.append(step.output.numpy()[:, :Z])
+    memory = state.memory.memory.numpy()
+    for t in range(3):
+        np.testing.assert_allclose(memory[:, t], latents[t], rtol=1e-6)
+    np.testing.assert_array_equal(memory[:, 3:], 0.0)
+    assert np.all(state.memory.usage.numpy()[:, :3] >= 1.0)
+
+
+def test_policy_loss_does_not_train_the_predictor():
+    env = _env()
+    alg = _merlin(env.observation_spec(), env.action_spec())
+    state = alg.get_initial_rollout_state(2)
+    with tf.GradientTape(persistent=True) as tape:
+        step = alg.rollout(_time_step(StepType.FIRST, np.ones([2, 3])), state)
+        policy_loss = tf.reduce_sum(
+            step.info.rl.action_distribution.logits
+        ) + tf.reduce_sum(step.info.rl.value)
+        predictor_loss = tf.reduce_sum(
+            alg.predictor.calc_loss(step.info.predictor).loss
+        )
+    predictor_vars = alg.predictor.trainable_variables
+    assert all(g is None for g in tape.gradient(policy_loss, predictor_vars))
+    grads = tape.gradient(predictor_loss, predictor_vars)
+    assert sum(g is not None for g in grads) > 0.5 * len(predictor_vars)
+
+
+def test_one_driver_update_trains_every_variable():
+    set_random_seed(1)
+    env = _env(batch_size=4, episode_length=5)
+    alg = _merlin(env.observation_spec(), env.action_spec())
+    before = [v.numpy().copy() for v in alg.trainable_variables]
+    # Eager (the learning test and the example run it compiled).
+    driver = OnPolicyDriver(env, alg, train_interval=6, use_tf_functions=False)
+    loss_info = driver.run()
+    assert isinstance(loss_info.extra, MerlinLossInfo)
+    assert np.isfinite(float(loss_info.loss))
+    changed = [
+        not np.array_equal(b, v.numpy())
+        for b, v in zip(before, alg.trainable_variables)
+    ]
+    names = [v.name for v, c in zip(alg.trainable_variables, changed) if not c]
+    assert not names, names
+
+
+def test_policy_algorithm_must_train_on_the_unroll():
+    env = _env()
+    with pytest.raises(ValueError, match='training_kind UNROLL'):
+        MerlinAlgorithm(
+            env.observation_spec(),
+            env.action_spec(),
+            predictor_ctor=_predictor,
+            rl_algorithm_ctor=PPOAlgorithm,
+            optimizer=tf_keras.optimizers.Adam(1e-3),
+        )
+    with pytest.raises(ValueError, match='one float TensorSpec'):
+        MemoryBasedPredictor(tf.TensorSpec([3], tf.int32), env.action_spec())
+
+
+def _train(root, num_iterations):
+    config = TrainerConfig(
+        root_dir=root,
+        algorithm_ctor=_merlin,
+        num_iterations=num_iterations,
+        random_seed=3,
+        unroll_length=3,
+        iterations_per_call=2,
+        summary_interval=2,
+        checkpoint_interval=2,
+        progress_interval_secs=1e6,
+        use_tf_functions=False,
+    )
+    trainer = OnPolicyTrainer(config, env=_env(seed=3))
+    try:
+        return trainer.train()
+    finally:
+        trainer.close()
+
+
+def _checkpoint(root, iteration):
+    reader = tf.train.load_checkpoint(
+        os.path.join(root, 'ckpt', 'ckpt-%d' % iteration, 'ckpt')
+    )
+    return {
+        key: reader.get_tensor(key)
+        for key in reader.get_variable_to_shape_map()
+        if key != '_CHECKPOINTABLE_OBJECT_GRAPH'
+    }
+
+
+def test_resumed_run_equals_straight_run_with_memory_in_driver_state(tmp_path):
+    straight, split = str(tmp_path / 'straight'), str(tmp_path / 'split')
+    result = _train(straight, 4)
+    _train(split, 2)
+    resumed = _train(split, 4)
+    a, b = _checkpoint(straight, 4), _checkpoint(split, 4)
+    assert sorted(a) == sorted(b)
+    # The memory ([B, N, Z], mid-episode: 12 steps of 5-step episodes) is
+    # part of the driver's saved state.
+    memories = [
+        k
+        for k in a
+        if k.startswith('driver_state/') and a[k].shape == (2, N, Z)
+    ]
+    assert memories and np.any(a[memories[0]] != 0)
+    for key in a:
+        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+    assert result['Metrics/AverageReturn'] == resumed['Metrics/AverageReturn']
