@@ -283,7 +283,7 @@ def _describe_value(x):
 _FINITE_HEAD = '%s: NaN/Inf in the %s output of %s, at env'
 _FINITE_TAIL = '(found by check_finite)'
 _FINITE_FORM = re.compile(
-    r'(?P<path>[\w.\[\]\'"-]+): NaN/Inf in the (?P<what>step|reset) output '
+    r'(?P<path>\w[\w.\[\]\'"-]*): NaN/Inf in the (?P<what>step|reset) output '
     r'of (?P<name>[^\[\]]+?), at env\]? \[?(?P<env>\d+)\]? \[?' +
     re.escape(_FINITE_TAIL))
 
@@ -437,6 +437,11 @@ def _check_action_arrays(flat_actions: Sequence[np.ndarray],
             _raise_out_of_bounds(a, c)
 
 
+class NonFiniteActionError(ValueError):
+    """An action holding NaN or Inf reached the environment: the policy
+    (the model) computes non-finite values."""
+
+
 def _raise_out_of_bounds(a, c):
     """The ``ValueError`` of an action ``a`` outside ``c``'s bounds."""
     lo = np.broadcast_to(np.asarray(c.lo, a.dtype), c.shape)
@@ -448,7 +453,8 @@ def _raise_out_of_bounds(a, c):
     where = 'at env %d' % env
     if element:
         where += ', element %s' % (element, )
-    raise ValueError(
+    error = ValueError if np.isfinite(value) else NonFiniteActionError
+    raise error(
         "%s: value %s %s outside action_spec bounds %s (%d of %d "
         "values out of bounds) -- check the policy's output or clip it "
         "to the spec" % (c.path, _describe_value(value), where,

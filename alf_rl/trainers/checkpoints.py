@@ -26,8 +26,10 @@ import tensorflow as tf
 
 from alf_rl.specs import add_outer_dims
 from alf_rl.trainers.config import CheckpointConfig
-from alf_rl.trainers.errors import (NonFiniteLossError, NonFiniteModelError,
-                                    NonFiniteUpdateError, TrainingError)
+from alf_rl.environments.tf_environment import NonFiniteActionError
+from alf_rl.trainers.errors import (EnvironmentStepError, NonFiniteLossError,
+                                    NonFiniteModelError, NonFiniteUpdateError,
+                                    TrainingError)
 from alf_rl.utils.checkpoint import (Checkpointer, CheckpointSaveError,
                                      NonFiniteStateError, RunDirLock,
                                      set_aside_run)
@@ -184,6 +186,19 @@ class RunCheckpoints(object):
                 '(TrainerConfig.from_checkpoint; the newer ones are set '
                 'aside, nothing deleted)' % (step, step))
 
+    def _set_aside_current(self, it: int) -> str:
+        """After an error that shows the model at iteration ``it`` computes
+        NaN/Inf: its checkpoint, if written, set aside (kept) so that no
+        run resumes from it; says so."""
+        if it != self.saved_iteration or \
+                it not in self.checkpointer.checkpoints():
+            return 'the model that produced it may itself compute NaN/Inf; '
+        aside = self.checkpointer.set_aside(it)
+        self.saved_iteration = None
+        return ('the model that produced it computes NaN/Inf, so its '
+                'checkpoint ckpt-%d was set aside as %s (kept, not resumed '
+                'from); ' % (it, aside))
+
     def _rerun_advice(self) -> str:
         """How to resume this run later: ``'rerun the same command'``, or
         without the rescue setting that would set the progress aside
@@ -251,10 +266,9 @@ class RunCheckpoints(object):
                     "may hold NaN/Inf values; %s." % self._resume_advice(it))
         elif it == 0:
             note = "No checkpoint was written: no iteration had completed."
-        elif isinstance(error, (NonFiniteLossError, NonFiniteUpdateError)):
-            note = ("No checkpoint was written: the model that produced it "
-                    "may itself compute NaN/Inf; %s." %
-                    self._resume_advice(it))
+        elif _model_suspect(error):
+            note = "No checkpoint was written: %s%s." % (
+                self._set_aside_current(it), self._resume_advice(it))
         elif (bad := non_finite_variable(variables)) is not None:
             note = ("No checkpoint was written: the model variable %s holds "
                     "non-finite values; %s." % (bad, last_good))
@@ -272,6 +286,14 @@ class RunCheckpoints(object):
             except CheckpointSaveError as e:
                 note = "Writing a checkpoint failed too: %s." % e
         error.add_checkpoint_note(note, path)
+
+
+def _model_suspect(error: TrainingError) -> bool:
+    """Whether ``error`` shows the model computes NaN/Inf: a non-finite
+    loss or update, or a NaN/Inf action."""
+    return isinstance(error, (NonFiniteLossError, NonFiniteUpdateError)) or (
+        isinstance(error, EnvironmentStepError)
+        and isinstance(error.env_error, NonFiniteActionError))
 
 
 def _step_of(prefix: Optional[str]) -> int:

@@ -627,6 +627,28 @@ class Checkpointer(object):
         atomic_write_text(os.path.join(self._dir, 'latest'), name)
         return prefix, moved
 
+    def set_aside(self, step: int, suffix: str = '.non_finite') -> str:
+        """Renames ``ckpt-<step>`` to ``ckpt-<step><suffix>`` (kept, never
+        read again) and points ``latest`` at the newest checkpoint left
+        (removing it when none is). Only for the process that holds the
+        run's lock.
+
+        Args:
+            step: the checkpoint's iteration.
+            suffix: what the new name ends with.
+
+        Returns:
+            The new name.
+        """
+        aside = self._move_aside('ckpt-%d' % step, suffix)
+        left = self.checkpoints()
+        latest = os.path.join(self._dir, 'latest')
+        if left:
+            atomic_write_text(latest, 'ckpt-%d' % left[-1])
+        else:
+            _remove_quietly(latest)
+        return aside
+
     # ------------------------------------------------------------ internals
     def _listdir(self) -> List[str]:
         return _listdir(self._dir)

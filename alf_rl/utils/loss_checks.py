@@ -29,6 +29,7 @@ applies its gradients) has a second declared form, read back by
 import re
 from typing import List, NamedTuple, Optional, Sequence, Tuple
 
+import numpy as np
 import tensorflow as tf
 
 #: ``<where>`` of the check after an XLA-compiled driver iteration.
@@ -108,9 +109,13 @@ def failed_loss_check(error: BaseException) -> Optional[LossCheckFailure]:
 
 _UPDATE_HEAD = 'non-finite update of %s: the gradient of'
 _UPDATE_TAIL = 'holds NaN/Inf values; not applied'
+# The graph form (no string op, which XLA cannot compile, picks the name):
+# "non-finite update of <owner> (of <name>, <name>...): the gradient of
+# number] [<index>] [holds NaN/Inf values; not applied".
 _UPDATE_FORM = re.compile(
-    r'non-finite update of (?P<owner>[^\s:]+): the gradient of\]? \[?'
-    r'(?P<variable>[^\s\[\]]+)\]? \[?' + re.escape(_UPDATE_TAIL))
+    r'non-finite update of (?P<owner>[^\s:()]+)(?: \(of (?P<names>[^()]*)\))?'
+    r': the gradient of(?: number\] \[(?P<index>\d+)\] \[| '
+    r'(?P<variable>\S+) )' + re.escape(_UPDATE_TAIL))
 
 
 def check_update_finite(grads: List[tf.Tensor], names: List[str],
@@ -123,7 +128,7 @@ def check_update_finite(grads: List[tf.Tensor], names: List[str],
 
     Args:
         grads: the gradients ([...] float tensors, or ``IndexedSlices``).
-        names: their variables' names, one per gradient.
+        names: their variables' names, one per gradient (no parentheses).
         owner: the algorithm's name.
 
     Returns:
@@ -138,16 +143,18 @@ def check_update_finite(grads: List[tf.Tensor], names: List[str],
             g.values if isinstance(g, tf.IndexedSlices) else g))
         for g in grads])
     ok = tf.reduce_all(flags)
-    first = tf.gather(tf.constant(names), tf.argmin(tf.cast(flags,
-                                                            tf.int32)))
     if tf.executing_eagerly():
         if not bool(ok):
+            first = names[int(np.argmin(flags.numpy()))]
             raise tf.errors.InvalidArgumentError(
-                None, None, '%s %s %s' % (_UPDATE_HEAD % owner,
-                                          first.numpy().decode(),
+                None, None, '%s %s %s' % (_UPDATE_HEAD % owner, first,
                                           _UPDATE_TAIL))
         return ok
-    tf.debugging.Assert(ok, [_UPDATE_HEAD % owner, first, _UPDATE_TAIL])
+    head = _UPDATE_HEAD % ('%s (of %s)' % (owner, ', '.join(
+        n.replace('(', '[').replace(')', ']') for n in names)))
+    tf.debugging.Assert(ok, [head + ' number',
+                             tf.argmin(tf.cast(flags, tf.int32)),
+                             _UPDATE_TAIL])
     return ok
 
 
@@ -176,6 +183,10 @@ def failed_update_check(error: BaseException
     if match is None:
         return None
     owner, variable = match.group('owner'), match.group('variable')
+    if variable is None:
+        names = (match.group('names') or '').split(', ')
+        index = int(match.group('index'))
+        variable = names[index] if index < len(names) else '#%d' % index
     return UpdateCheckFailure(
         owner=owner, variable=variable,
         detail='%s %s %s' % (_UPDATE_HEAD % owner, variable, _UPDATE_TAIL))
