@@ -31,6 +31,7 @@ def checkpoint_variables(checkpoint: Any) -> List[Any]:
         The variables, each once, in the checkpoint's traversal order.
     """
     import tensorflow as tf
+
     found, seen = [], set()
     for trackable in tf.train.TrackableView(checkpoint).descendants():
         if isinstance(trackable, tf.Variable) and id(trackable) not in seen:
@@ -49,9 +50,11 @@ def non_finite_variable(variables: Iterable[Any]) -> Optional[str]:
             the replay buffer).
     """
     import tensorflow as tf
+
     for v in variables:
         if v.dtype.is_floating and not bool(
-                tf.reduce_all(tf.math.is_finite(v))):
+            tf.reduce_all(tf.math.is_finite(v))
+        ):
             return v.name
     return None
 
@@ -66,6 +69,7 @@ class ReadBack(NamedTuple):
             Inf (``'algorithm/_actor_network/.../kernel'``), or None.
         value: ``'NaN'`` or ``'Inf'`` for ``non_finite``, else None.
     """
+
     problem: Optional[str] = None
     non_finite: Optional[str] = None
     value: Optional[str] = None
@@ -87,30 +91,42 @@ def read_back(prefix: str) -> ReadBack:
 
     import numpy as np
     import tensorflow as tf
+
     if not os.path.exists(prefix + '.index'):
-        return ReadBack(problem='%s is missing' %
-                        os.path.basename(prefix + '.index'))
+        return ReadBack(
+            problem='%s is missing' % os.path.basename(prefix + '.index')
+        )
     bad = None
     try:
         reader = tf.train.load_checkpoint(prefix)
         for name in sorted(reader.get_variable_to_shape_map()):
             value = np.asarray(reader.get_tensor(name))
-            if (bad is None and value.dtype.kind == 'f'
-                    and not np.isfinite(value).all()):
+            if (
+                bad is None
+                and value.dtype.kind == 'f'
+                and not np.isfinite(value).all()
+            ):
                 bad = (name, 'NaN' if np.isnan(value).any() else 'Inf')
-    except (tf.errors.OpError, OSError, ValueError, IndexError,
-            RuntimeError) as e:
+    except (
+        tf.errors.OpError,
+        OSError,
+        ValueError,
+        IndexError,
+        RuntimeError,
+    ) as e:
         text = ' '.join(str(e).split())[:200]
         return ReadBack(problem='%s: %s' % (type(e).__name__, text))
     if bad is None:
         return ReadBack()
-    name = bad[0][:-len(_KEY_SUFFIX)] if bad[0].endswith(_KEY_SUFFIX) \
-        else bad[0]
+    name = (
+        bad[0][: -len(_KEY_SUFFIX)] if bad[0].endswith(_KEY_SUFFIX) else bad[0]
+    )
     return ReadBack(non_finite=name, value=bad[1])
 
 
-def finite_checkpoint_before(ckpt_dir: str, steps: Iterable[int],
-                             before: int) -> Optional[int]:
+def finite_checkpoint_before(
+    ckpt_dir: str, steps: Iterable[int], before: int
+) -> Optional[int]:
     """The newest of ``steps`` older than ``before`` whose checkpoint
     reads back completely with finite values (``read_back``), or None.
 
@@ -120,6 +136,7 @@ def finite_checkpoint_before(ckpt_dir: str, steps: Iterable[int],
         before: an iteration; only checkpoints of earlier ones count.
     """
     import os
+
     for step in sorted((s for s in steps if s < before), reverse=True):
         found = read_back(os.path.join(ckpt_dir, 'ckpt-%d' % step, 'ckpt'))
         if found.problem is None and found.non_finite is None:

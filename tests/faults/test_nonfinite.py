@@ -31,13 +31,20 @@ import tensorflow as tf
 import tf_keras
 
 from alf_rl.algorithms import SacAlgorithm
-from alf_rl.networks import (ActorDistributionNetwork, CriticNetwork,
-                             NormalProjectionNetwork)
+from alf_rl.networks import (
+    ActorDistributionNetwork,
+    CriticNetwork,
+    NormalProjectionNetwork,
+)
 from alf_rl.trainers import OffPolicyTrainer, OnPolicyTrainer, TrainerConfig
 from alf_rl.trainers.checkpoints import RunCheckpoints
 from alf_rl.trainers.config import CheckpointConfig
-from alf_rl.trainers.errors import (EnvironmentStepError, NonFiniteLossError,
-                                    NonFiniteModelError, NonFiniteUpdateError)
+from alf_rl.trainers.errors import (
+    EnvironmentStepError,
+    NonFiniteLossError,
+    NonFiniteModelError,
+    NonFiniteUpdateError,
+)
 from alf_rl.utils.checkpoint import NonFiniteStateError
 from alf_rl.utils.checkpoint_contents import read_back
 from small_algorithms import small_actor_critic
@@ -83,38 +90,58 @@ def user_envs(tmp_path_factory):
     (directory / 'nan_envs.py').write_text(_USER_MODULE)
     sys.path.insert(0, str(directory))
     import nan_envs
+
     yield nan_envs
     sys.path.remove(str(directory))
 
 
 def _steps_on_disk(root):
     ckpt = os.path.join(str(root), 'ckpt')
-    return sorted(int(n[5:]) for n in os.listdir(ckpt)
-                  if n.startswith('ckpt-') and n[5:].isdigit())
+    return sorted(
+        int(n[5:])
+        for n in os.listdir(ckpt)
+        if n.startswith('ckpt-') and n[5:].isdigit()
+    )
 
 
 def _all_finite(root):
     """Every checkpoint of the run reads back with finite values."""
     for step in _steps_on_disk(root):
-        found = read_back(os.path.join(str(root), 'ckpt', 'ckpt-%d' % step,
-                                       'ckpt'))
+        found = read_back(
+            os.path.join(str(root), 'ckpt', 'ckpt-%d' % step, 'ckpt')
+        )
         assert found == (None, None, None), (step, found)
 
 
 # ------------------------------------------------------------- finding 1
 def test_nan_observation_of_a_user_env_stops_training_naming_the_leaf(
-        tmp_path, user_envs):
+    tmp_path, user_envs
+):
     from alf_rl.environments import create_environment
+
     root = tmp_path / 'run'
-    config = TrainerConfig(root_dir=str(root), algorithm_ctor=(
-        small_actor_critic), num_iterations=6, unroll_length=4,
-        random_seed=1, checkpoint_interval=1, summary_interval=1,
-        iterations_per_call=1, progress_interval_secs=1000.)
+    config = TrainerConfig(
+        root_dir=str(root),
+        algorithm_ctor=(small_actor_critic),
+        num_iterations=6,
+        unroll_length=4,
+        random_seed=1,
+        checkpoint_interval=1,
+        summary_interval=1,
+        iterations_per_call=1,
+        progress_interval_secs=1000.0,
+    )
     # 4 steps per iteration: env 1's 10th step (after its reset) is in
     # iteration 3. check_finite is on by default.
-    trainer = OnPolicyTrainer(config, env=lambda seed: create_environment(
-        'Pendulum-v1', 2, seed=seed, env_load_fn=functools.partial(
-            user_envs.nan_pendulum, nan_from=10)))
+    trainer = OnPolicyTrainer(
+        config,
+        env=lambda seed: create_environment(
+            'Pendulum-v1',
+            2,
+            seed=seed,
+            env_load_fn=functools.partial(user_envs.nan_pendulum, nan_from=10),
+        ),
+    )
     try:
         with pytest.raises(EnvironmentStepError) as raised:
             trainer.train()
@@ -124,7 +151,8 @@ def test_nan_observation_of_a_user_env_stops_training_naming_the_leaf(
         "training stopped at iteration 3: observation: NaN at env 1, element "
         "(2,) in the step output of Pendulum-v1 (1 of 6 values non-finite; "
         "found by check_finite) -- the environment returned a non-finite "
-        "observation. The checkpoint of iteration 2 (")
+        "observation. The checkpoint of iteration 2 ("
+    )
     assert _steps_on_disk(root) == [1, 2]
     _all_finite(root)
 
@@ -149,30 +177,39 @@ def test_nan_observation_of_an_in_graph_env_is_named_in_training(tmp_path):
         for _ in range(200):
             step(tf.fill([2, 1], 2.0))
     from alf_rl.trainers.errors import training_error_from
+
     error = training_error_from(raised.value, 7)
     assert isinstance(error, EnvironmentStepError)
     assert str(error).startswith(
-        "training stopped at iteration 7: observation: NaN/Inf at env ")
+        "training stopped at iteration 7: observation: NaN/Inf at env "
+    )
     assert str(error).endswith(
         "in the step output of NanPendulum (found by check_finite) -- the "
-        "environment returned a non-finite observation")
+        "environment returned a non-finite observation"
+    )
 
 
 def test_a_replay_buffer_with_nan_is_never_checkpointed(tmp_path):
     from alf_rl.replay.replay_buffer import ReplayBuffer
+
     spec = {'reward': tf.TensorSpec([], tf.float32)}
     replay = ReplayBuffer(spec, 2, 8)
     iteration = tf.Variable(0, dtype=tf.int64)
     checkpoints = RunCheckpoints(
-        str(tmp_path), CheckpointConfig(checkpoint_max_to_keep=3),
-        iteration, replay_buffer=replay)
+        str(tmp_path),
+        CheckpointConfig(checkpoint_max_to_keep=3),
+        iteration,
+        replay_buffer=replay,
+    )
     with checkpoints.locked():
-        replay.add_batch({'reward': tf.constant([1.0, 2.0])},
-                         tf.constant([0, 1]))
+        replay.add_batch(
+            {'reward': tf.constant([1.0, 2.0])}, tf.constant([0, 1])
+        )
         iteration.assign(1)
         checkpoints.save(1)
-        replay.add_batch({'reward': tf.constant([3.0, np.nan])},
-                         tf.constant([0, 1]))
+        replay.add_batch(
+            {'reward': tf.constant([3.0, np.nan])}, tf.constant([0, 1])
+        )
         iteration.assign(2)
         with pytest.raises(NonFiniteModelError) as raised:
             checkpoints.save(2)
@@ -183,7 +220,8 @@ def test_a_replay_buffer_with_nan_is_never_checkpointed(tmp_path):
         'holds NaN/Inf values, so no checkpoint was written; to resume from '
         'ckpt-1, the newest earlier checkpoint whose values are finite, '
         'rerun with --from_checkpoint 1 (TrainerConfig.from_checkpoint; the '
-        'newer ones are set aside, nothing deleted).')
+        'newer ones are set aside, nothing deleted).'
+    )
     assert _steps_on_disk(tmp_path) == [1]
     _all_finite(tmp_path)
 
@@ -193,16 +231,28 @@ def _poisoned_run(tmp_path):
     checkpointed) whose ckpt-2 was rewritten with a NaN actor kernel."""
     import alf_rl.configurables  # noqa: F401
     from alf_rl.runs.restore import restore_run
+
     root = str(tmp_path / 'run')
     gin.clear_config()
     try:
         gin.parse_config_files_and_bindings(
-            [os.path.join(os.path.dirname(__file__), '..', '..', 'examples',
-                          'ac_cart_pole.gin')],
-            ['TrainerConfig.num_iterations=2',
-             'TrainerConfig.checkpoint_interval=1',
-             'TrainerConfig.evaluate=False', "TrainerConfig.root_dir='%s'"
-             % root, 'create_environment.num_parallel_environments=2'])
+            [
+                os.path.join(
+                    os.path.dirname(__file__),
+                    '..',
+                    '..',
+                    'examples',
+                    'ac_cart_pole.gin',
+                )
+            ],
+            [
+                'TrainerConfig.num_iterations=2',
+                'TrainerConfig.checkpoint_interval=1',
+                'TrainerConfig.evaluate=False',
+                "TrainerConfig.root_dir='%s'" % root,
+                'create_environment.num_parallel_environments=2',
+            ],
+        )
         trainer = OnPolicyTrainer(TrainerConfig())
         try:
             trainer.train()
@@ -221,20 +271,27 @@ def _poisoned_run(tmp_path):
 
 
 def test_a_checkpoint_holding_nan_is_refused_by_play_export_and_resume(
-        tmp_path):
+    tmp_path,
+):
     from alf_rl.bin.export import export
     from alf_rl.runs.restore import restore_run
+
     root, prefix = _poisoned_run(tmp_path)
-    advice = ('ckpt-1 is the newest earlier one with finite values: resume '
-              'training from it with alf-train --from_checkpoint 1')
-    for restore in (lambda: restore_run(root),  # what alf-play does
-                    lambda: export(root, str(tmp_path / 'out'))):
+    advice = (
+        'ckpt-1 is the newest earlier one with finite values: resume '
+        'training from it with alf-train --from_checkpoint 1'
+    )
+    for restore in (
+        lambda: restore_run(root),  # what alf-play does
+        lambda: export(root, str(tmp_path / 'out')),
+    ):
         gin.clear_config()
         with pytest.raises(NonFiniteStateError) as raised:
             restore()
         message = str(raised.value)
-        assert message.startswith('checkpoint %s holds NaN values in '
-                                  'algorithm/' % prefix)
+        assert message.startswith(
+            'checkpoint %s holds NaN values in algorithm/' % prefix
+        )
         assert message.endswith('/kernel; refusing to restore it: ' + advice)
         assert '\n' not in message
     gin.clear_config()
@@ -249,7 +306,8 @@ def test_a_checkpoint_holding_nan_is_refused_by_play_export_and_resume(
         '/kernel; refusing to restore it: to resume from ckpt-1, the newest '
         'earlier checkpoint whose values are finite, rerun with '
         '--from_checkpoint 1 (TrainerConfig.from_checkpoint; the newer ones '
-        'are set aside, nothing deleted)')
+        'are set aside, nothing deleted)'
+    )
     assert _steps_on_disk(root) == [1, 2]
 
 
@@ -259,62 +317,91 @@ def _sac(observation_spec, action_spec, learning_rate):
         return tf_keras.optimizers.Adam(learning_rate)
 
     return SacAlgorithm(
-        observation_spec, action_spec,
+        observation_spec,
+        action_spec,
         actor_network_ctor=functools.partial(
-            ActorDistributionNetwork, fc_layer_params=(8, ),
+            ActorDistributionNetwork,
+            fc_layer_params=(8,),
             continuous_projection_net_ctor=functools.partial(
-                NormalProjectionNetwork, scale_distribution=True,
-                state_dependent_std=True)),
-        critic_network_ctor=functools.partial(CriticNetwork,
-                                              joint_fc_layer_params=(8, )),
-        actor_optimizer=adam(), critic_optimizer=adam(),
-        alpha_optimizer=adam(), target_entropy=-1.0)
+                NormalProjectionNetwork,
+                scale_distribution=True,
+                state_dependent_std=True,
+            ),
+        ),
+        critic_network_ctor=functools.partial(
+            CriticNetwork, joint_fc_layer_params=(8,)
+        ),
+        actor_optimizer=adam(),
+        critic_optimizer=adam(),
+        alpha_optimizer=adam(),
+        target_entropy=-1.0,
+    )
 
 
-def test_sac_with_learning_rate_1e30_leaves_no_checkpoint_to_resume(
-        tmp_path):
+def test_sac_with_learning_rate_1e30_leaves_no_checkpoint_to_resume(tmp_path):
     from alf_rl.environments import create_environment
+
     root = tmp_path / 'run'
     config = TrainerConfig(
-        root_dir=str(root), num_iterations=20, unroll_length=1,
+        root_dir=str(root),
+        num_iterations=20,
+        unroll_length=1,
         algorithm_ctor=functools.partial(_sac, learning_rate=1e30),
-        initial_collect_steps=16, mini_batch_size=8, mini_batch_length=2,
-        replay_buffer_capacity=100, checkpoint_interval=1,
-        iterations_per_call=1, random_seed=0, progress_interval_secs=1000.)
-    trainer = OffPolicyTrainer(config, env=lambda seed: create_environment(
-        'Pendulum-v1', 2, seed=seed))
+        initial_collect_steps=16,
+        mini_batch_size=8,
+        mini_batch_length=2,
+        replay_buffer_capacity=100,
+        checkpoint_interval=1,
+        iterations_per_call=1,
+        random_seed=0,
+        progress_interval_secs=1000.0,
+    )
+    trainer = OffPolicyTrainer(
+        config,
+        env=lambda seed: create_environment('Pendulum-v1', 2, seed=seed),
+    )
     try:
         # A NaN action, or a NaN loss first: either shows the model of
         # iteration 1 computes NaN.
-        with pytest.raises((EnvironmentStepError, NonFiniteLossError)) as \
-                raised:
+        with pytest.raises(
+            (EnvironmentStepError, NonFiniteLossError)
+        ) as raised:
             trainer.train()
     finally:
         trainer.close()
     message = str(raised.value)
     assert message.startswith('training stopped at iteration 2: ')
-    assert ('No checkpoint was written: the model that produced it computes '
-            'NaN/Inf, so its checkpoint ckpt-1 was set aside as '
-            'ckpt-1.non_finite (kept, not resumed from); no earlier '
-            'checkpoint with finite values is kept: to start over, rerun '
-            'with --fresh_start') in message
+    assert (
+        'No checkpoint was written: the model that produced it computes '
+        'NaN/Inf, so its checkpoint ckpt-1 was set aside as '
+        'ckpt-1.non_finite (kept, not resumed from); no earlier '
+        'checkpoint with finite values is kept: to start over, rerun '
+        'with --fresh_start'
+    ) in message
     assert 'rerun the same command' not in message
     # Nothing a rerun would resume from.
     assert sorted(os.listdir(root / 'ckpt')) == ['ckpt-1.non_finite']
 
 
 def test_a_non_finite_update_is_never_applied():
-    from alf_rl.utils.gradient_application import (GradientApplication,
-                                                   apply_if_finite)
+    from alf_rl.utils.gradient_application import (
+        GradientApplication,
+        apply_if_finite,
+    )
     from alf_rl.trainers.errors import training_error_from
+
     v = tf.Variable([1.0, 2.0], name='w')
     u = tf.Variable([3.0], name='u')
     optimizer = tf_keras.optimizers.SGD(0.5)
 
     @tf.function
     def update(g):
-        apply_if_finite(GradientApplication(), optimizer,
-                        [(tf.ones([1]), u), (g, v)], 'Owner')
+        apply_if_finite(
+            GradientApplication(),
+            optimizer,
+            [(tf.ones([1]), u), (g, v)],
+            'Owner',
+        )
 
     update(tf.constant([1.0, 1.0]))
     np.testing.assert_allclose(v.numpy(), [0.5, 1.5])
@@ -327,7 +414,8 @@ def test_a_non_finite_update_is_never_applied():
     assert (error.owner, error.variable) == ('Owner', 'w:0')
     assert str(error) == (
         'training stopped at iteration 5: non-finite update of Owner: the '
-        'gradient of w:0 holds NaN/Inf values; not applied.')
+        'gradient of w:0 holds NaN/Inf values; not applied.'
+    )
     # XLA compiles the error away; the update is skipped all the same.
     xla = tf.function(update.python_function, jit_compile=True)
     xla(tf.constant([np.nan, 1.0]))
