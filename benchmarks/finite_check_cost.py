@@ -3,8 +3,9 @@
 Builds each ``--gin_file``'s trainer twice in one process, as ``alf-train``
 does: once as shipped (environment outputs and updates checked for NaN/Inf,
 the defaults) and once with ``create_environment.check_finite=False`` and
-``check_finite_updates.enabled=False``. Each is traced by a first call;
-then calls of ``--iterations`` iterations are timed alternately
+``check_finite_updates.enabled=False``. Each is traced by a first call
+and warmed up by an untimed call of the timed size; then calls of
+``--iterations`` iterations are timed alternately
 (``--rounds`` rounds), so that machine drift hits both alike, and the
 median seconds per iteration of each and the overhead in % are printed.
 
@@ -23,8 +24,10 @@ import time
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
 
-_OFF = ('create_environment.check_finite = False',
-        'check_finite_updates.enabled = False')
+_OFF = (
+    'create_environment.check_finite = False',
+    'check_finite_updates.enabled = False',
+)
 
 
 def _trainer(gin_file: str, checks: bool, root_dir: str):
@@ -35,8 +38,11 @@ def _trainer(gin_file: str, checks: bool, root_dir: str):
     from alf_rl.trainers import OnPolicyTrainer, TrainerConfig
 
     gin.clear_config()
-    parse_gin([gin_file], ['TrainerConfig.evaluate = False'] +
-              ([] if checks else list(_OFF)), root_dir)
+    parse_gin(
+        [gin_file],
+        ['TrainerConfig.evaluate = False'] + ([] if checks else list(_OFF)),
+        root_dir,
+    )
     config = TrainerConfig()
     trainer = (config.trainer or OnPolicyTrainer)(config)
     trainer._train_iterations(1)
@@ -55,23 +61,29 @@ def measure(gin_file: str, rounds: int, iterations: int) -> dict:
         ``{'gin_file', 'on', 'off', 'overhead_pct', 'on_all', 'off_all'}``.
     """
     with tempfile.TemporaryDirectory() as root:
-        trainers = {'on': _trainer(gin_file, True, os.path.join(root, 'a')),
-                    'off': _trainer(gin_file, False,
-                                    os.path.join(root, 'b'))}
+        trainers = {
+            'on': _trainer(gin_file, True, os.path.join(root, 'a')),
+            'off': _trainer(gin_file, False, os.path.join(root, 'b')),
+        }
+        for trainer in trainers.values():  # traces the timed call size
+            trainer._train_iterations(iterations)
         times = {'on': [], 'off': []}
         for _ in range(rounds):
             for name, trainer in trainers.items():
                 start = time.perf_counter()
                 trainer._train_iterations(iterations)
-                times[name].append((time.perf_counter() - start) /
-                                   iterations)
+                times[name].append((time.perf_counter() - start) / iterations)
         for trainer in trainers.values():
             trainer.close()
-    on, off = statistics.median(times['on']), statistics.median(
-        times['off'])
-    return {'gin_file': gin_file, 'on': on, 'off': off,
-            'overhead_pct': 100.0 * (on - off) / off,
-            'on_all': times['on'], 'off_all': times['off']}
+    on, off = statistics.median(times['on']), statistics.median(times['off'])
+    return {
+        'gin_file': gin_file,
+        'on': on,
+        'off': off,
+        'overhead_pct': 100.0 * (on - off) / off,
+        'on_all': times['on'],
+        'off_all': times['off'],
+    }
 
 
 def main() -> None:
@@ -83,13 +95,19 @@ def main() -> None:
     args = parser.parse_args()
     for gin_file in args.gin_file:
         r = measure(gin_file, args.rounds, args.iterations)
-        print('%s: %.2f ms/iteration with the checks, %.2f without: '
-              '%+.1f%% (per round on: %s; off: %s)' % (
-                  os.path.basename(gin_file), 1e3 * r['on'], 1e3 * r['off'],
-                  r['overhead_pct'],
-                  ', '.join('%.2f' % (1e3 * t) for t in r['on_all']),
-                  ', '.join('%.2f' % (1e3 * t) for t in r['off_all'])),
-              flush=True)
+        print(
+            '%s: %.2f ms/iteration with the checks, %.2f without: '
+            '%+.1f%% (per round on: %s; off: %s)'
+            % (
+                os.path.basename(gin_file),
+                1e3 * r['on'],
+                1e3 * r['off'],
+                r['overhead_pct'],
+                ', '.join('%.2f' % (1e3 * t) for t in r['on_all']),
+                ', '.join('%.2f' % (1e3 * t) for t in r['off_all']),
+            ),
+            flush=True,
+        )
 
 
 if __name__ == '__main__':

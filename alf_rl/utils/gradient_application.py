@@ -15,10 +15,10 @@ hands them to the *gradient application* of the update being traced
 No non-finite update is applied (``apply_if_finite``, on by default; opt
 out with the gin binding ``check_finite_updates.enabled = False``): one
 all-finite flag is reduced over the gradients (summed and clipped), and the
-update runs only when it holds; otherwise training stops with an error
-naming the first variable whose gradient is NaN/Inf
-(``alf_rl.utils.loss_checks.check_update_finite``). Under XLA, which
-compiles that error away, the update is skipped all the same.
+update runs only when the check on it passed; otherwise training stops
+with an error naming the first variable whose gradient is NaN/Inf
+(``alf_rl.utils.loss_checks.check_update_finite``). XLA compiles that
+check away; see ``apply_if_finite``.
 
 The application also names the ``tf.distribute`` replica context the update
 runs in (None on one device): the masked reductions of ``alf_rl.ops.masks``
@@ -178,12 +178,14 @@ def apply_if_finite(application: GradientApplication, optimizer: Any,
                     grads_and_vars: GradsAndVars, owner: str) -> None:
     """``application.apply(optimizer, grads_and_vars)`` unless a gradient
     holds NaN/Inf: then training stops naming the first such variable
-    (``check_update_finite``) and nothing is applied.
+    (``check_update_finite``) and nothing is applied (the update's ops
+    depend on the check).
 
-    On one device the update runs inside ``tf.cond`` on the flag (so also
-    an XLA-compiled update, whose check is compiled away, is skipped); with
-    several replicas (never XLA) the check runs before the update, which
-    depends on it.
+    Inside an XLA-compiled function the check is compiled away, and so is
+    not built (gating the update there would change how XLA fuses it, and
+    so the numbers): a non-finite update is then applied, and found by the
+    loss check after the compiled call and by the checkpoint check, so
+    that no checkpoint is written from it.
 
     Args:
         application: the current ``GradientApplication``.
@@ -191,18 +193,23 @@ def apply_if_finite(application: GradientApplication, optimizer: Any,
         grads_and_vars: list of ``(summed, clipped gradient, variable)``.
         owner: the algorithm's name, for the error.
     """
-    if not grads_and_vars or not check_finite_updates():
+    if not grads_and_vars or not check_finite_updates() or _in_xla():
         application.apply(optimizer, grads_and_vars)
         return
     ok = check_update_finite([g for g, _ in grads_and_vars],
                              [v.name for _, v in grads_and_vars], owner)
-    if tf.executing_eagerly() or application.num_replicas > 1:
-        with tf.control_dependencies([ok]):
-            application.apply(optimizer, grads_and_vars)
-        return
-
-    def _apply() -> tf.Tensor:
+    with tf.control_dependencies([ok]):
         application.apply(optimizer, grads_and_vars)
-        return tf.constant(True)
 
-    tf.cond(ok, _apply, lambda: tf.constant(False))
+
+def _in_xla() -> bool:
+    """Whether the function being traced is XLA-compiled
+    (``jit_compile=True``, which traces inside an XLA context)."""
+    if tf.executing_eagerly():
+        return False
+    try:
+        from tensorflow.python.ops import control_flow_util
+    except ImportError:  # moved: assume not (the check is then built)
+        return False
+    return bool(control_flow_util.GraphOrParentsInXlaContext(
+        tf.compat.v1.get_default_graph()))

@@ -123,8 +123,8 @@ def check_update_finite(grads: List[tf.Tensor], names: List[str],
     """One all-finite flag over an update's gradients, and a check on it
     that fails naming the first non-finite gradient's variable.
 
-    Inside a graph the check is an ``Assert`` (which XLA compiles away:
-    callers also gate the update on the flag); eagerly it raises at once.
+    Inside a graph the check is an ``Assert`` that the returned flag
+    depends on (XLA compiles it away); eagerly it raises at once.
 
     Args:
         grads: the gradients ([...] float tensors, or ``IndexedSlices``).
@@ -132,7 +132,8 @@ def check_update_finite(grads: List[tf.Tensor], names: List[str],
         owner: the algorithm's name.
 
     Returns:
-        [] bool, True when every gradient is finite.
+        [] bool, True when every gradient is finite (in a graph, after the
+        check: what depends on it runs only when the check passed).
 
     Raises:
         tf.errors.InvalidArgumentError: eagerly, for a non-finite gradient
@@ -152,10 +153,11 @@ def check_update_finite(grads: List[tf.Tensor], names: List[str],
         return ok
     head = _UPDATE_HEAD % ('%s (of %s)' % (owner, ', '.join(
         n.replace('(', '[').replace(')', ']') for n in names)))
-    tf.debugging.Assert(ok, [head + ' number',
-                             tf.argmin(tf.cast(flags, tf.int32)),
-                             _UPDATE_TAIL])
-    return ok
+    check = tf.debugging.Assert(ok, [head + ' number',
+                                     tf.argmin(tf.cast(flags, tf.int32)),
+                                     _UPDATE_TAIL])
+    with tf.control_dependencies([check]):
+        return tf.identity(ok)
 
 
 class UpdateCheckFailure(NamedTuple):
