@@ -189,15 +189,19 @@ class RunCheckpoints(object):
     def _set_aside_current(self, it: int) -> str:
         """After an error that shows the model at iteration ``it`` computes
         NaN/Inf: its checkpoint, if written, set aside (kept) so that no
-        run resumes from it; says so."""
+        run resumes from it.
+
+        Returns:
+            ``'ckpt-N was set aside as ckpt-N.non_finite (kept, not resumed
+            from)'``, or ``''`` when there was none.
+        """
         if it != self.saved_iteration or \
                 it not in self.checkpointer.checkpoints():
-            return 'the model that produced it may itself compute NaN/Inf; '
+            return ''
         aside = self.checkpointer.set_aside(it)
         self.saved_iteration = None
-        return ('the model that produced it computes NaN/Inf, so its '
-                'checkpoint ckpt-%d was set aside as %s (kept, not resumed '
-                'from); ' % (it, aside))
+        return ('ckpt-%d was set aside as %s (kept, not resumed from)' %
+                (it, aside))
 
     def _rerun_advice(self) -> str:
         """How to resume this run later: ``'rerun the same command'``, or
@@ -260,15 +264,22 @@ class RunCheckpoints(object):
         path = None
         if isinstance(error, NonFiniteModelError):
             return  # its message says what was (not) written
-        if isinstance(error, NonFiniteLossError) and error.update_applied:
+        if it == 0:
+            note = "No checkpoint was written: no iteration had completed."
+        elif isinstance(error, NonFiniteLossError) and error.update_applied:
+            aside = self._set_aside_current(it)
             note = ("No checkpoint was written: the update with the "
                     "non-finite loss was already applied (XLA), so the model "
-                    "may hold NaN/Inf values; %s." % self._resume_advice(it))
-        elif it == 0:
-            note = "No checkpoint was written: no iteration had completed."
+                    "may hold NaN/Inf values; %s%s." % (
+                        'the checkpoint of the model that produced it, %s; '
+                        % aside if aside else '', self._resume_advice(it)))
         elif _model_suspect(error):
-            note = "No checkpoint was written: %s%s." % (
-                self._set_aside_current(it), self._resume_advice(it))
+            aside = self._set_aside_current(it)
+            note = "No checkpoint was written: %s; %s." % (
+                'the model that produced it computes NaN/Inf, so its '
+                'checkpoint %s' % aside if aside else 'the model that '
+                'produced it may itself compute NaN/Inf',
+                self._resume_advice(it))
         elif (bad := non_finite_variable(variables)) is not None:
             note = ("No checkpoint was written: the model variable %s holds "
                     "non-finite values; %s." % (bad, last_good))
