@@ -7,7 +7,10 @@ the defaults) and once with ``create_environment.check_finite=False`` and
 and warmed up by an untimed call of the timed size; then calls of
 ``--iterations`` iterations are timed alternately
 (``--rounds`` rounds), so that machine drift hits both alike, and the
-median seconds per iteration of each and the overhead in % are printed.
+median per iteration of each and the overhead in % are printed, both of
+the wall-clock and of the CPU time of this process (all its threads:
+``time.process_time``), which other jobs on a loaded machine disturb far
+less.
 
 Usage::
 
@@ -58,7 +61,8 @@ def measure(gin_file: str, rounds: int, iterations: int) -> dict:
         iterations: iterations per timed call.
 
     Returns:
-        ``{'gin_file', 'on', 'off', 'overhead_pct', 'on_all', 'off_all'}``.
+        ``{'gin_file', 'on', 'off', 'overhead_pct', 'cpu_on', 'cpu_off',
+        'cpu_overhead_pct', 'on_all', 'off_all'}`` (seconds).
     """
     with tempfile.TemporaryDirectory() as root:
         trainers = {
@@ -68,19 +72,30 @@ def measure(gin_file: str, rounds: int, iterations: int) -> dict:
         for trainer in trainers.values():  # traces the timed call size
             trainer._train_iterations(iterations)
         times = {'on': [], 'off': []}
+        cpu = {'on': [], 'off': []}
         for _ in range(rounds):
             for name, trainer in trainers.items():
-                start = time.perf_counter()
+                start, start_cpu = time.perf_counter(), time.process_time()
                 trainer._train_iterations(iterations)
                 times[name].append((time.perf_counter() - start) / iterations)
+                cpu[name].append(
+                    (time.process_time() - start_cpu) / iterations
+                )
         for trainer in trainers.values():
             trainer.close()
     on, off = statistics.median(times['on']), statistics.median(times['off'])
+    cpu_on, cpu_off = (
+        statistics.median(cpu['on']),
+        statistics.median(cpu['off']),
+    )
     return {
         'gin_file': gin_file,
         'on': on,
         'off': off,
         'overhead_pct': 100.0 * (on - off) / off,
+        'cpu_on': cpu_on,
+        'cpu_off': cpu_off,
+        'cpu_overhead_pct': 100.0 * (cpu_on - cpu_off) / cpu_off,
         'on_all': times['on'],
         'off_all': times['off'],
     }
@@ -96,15 +111,19 @@ def main() -> None:
     for gin_file in args.gin_file:
         r = measure(gin_file, args.rounds, args.iterations)
         print(
-            '%s: %.2f ms/iteration with the checks, %.2f without: '
-            '%+.1f%% (per round on: %s; off: %s)'
+            '%s: CPU %.2f ms/iteration with the checks, %.2f without: '
+            '%+.1f%%; wall-clock %.2f vs %.2f ms: %+.1f%% (wall per round '
+            'on: %s; off: %s)'
             % (
                 os.path.basename(gin_file),
+                1e3 * r['cpu_on'],
+                1e3 * r['cpu_off'],
+                r['cpu_overhead_pct'],
                 1e3 * r['on'],
                 1e3 * r['off'],
                 r['overhead_pct'],
-                ', '.join('%.2f' % (1e3 * t) for t in r['on_all']),
-                ', '.join('%.2f' % (1e3 * t) for t in r['off_all']),
+                ', '.join('%.1f' % (1e3 * t) for t in r['on_all']),
+                ', '.join('%.1f' % (1e3 * t) for t in r['off_all']),
             ),
             flush=True,
         )
