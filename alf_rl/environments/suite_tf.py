@@ -798,7 +798,8 @@ class TFDynamicsEnvironment(TFEnvironment):
             self._render_env = None
 
 
-def load(name, batch_size, seed=None, max_episode_steps=None):
+def load(name, batch_size, seed=None, max_episode_steps=None,
+         check_finite=True):
     """A batched classic-control environment written in TF ops.
 
     Args:
@@ -810,6 +811,8 @@ def load(name, batch_size, seed=None, max_episode_steps=None):
             one (500 CartPole-v1, 200 Pendulum-v1, 200 MountainCar-v0, 999
             MountainCarContinuous-v0, 500 Acrobot-v1, N DeepSea-N, 50
             PointMass); 0 or negative for none.
+        check_finite: check every output for NaN/Inf in the graph
+            (``TFEnvironment.check_finite``; on by default).
 
     Returns:
         A ``TFDynamicsEnvironment`` whose specs equal those of
@@ -830,5 +833,8 @@ def load(name, batch_size, seed=None, max_episode_steps=None):
             "suite_tf has no environment %r; supported are %s and "
             "DeepSea-N, PointMass (use suite_gym.load for other gymnasium "
             "ids)" % (name, ', '.join(SUPPORTED_ENVIRONMENTS)))
-    return TFDynamicsEnvironment(dynamics, batch_size, seed=seed,
-                                 max_episode_steps=max_episode_steps)
+    env = TFDynamicsEnvironment(dynamics, batch_size, seed=seed,
+                                max_episode_steps=max_episode_steps)
+    env.check_finite = check_finite
+    env.env_name = dynamics.name
+    return env

@@ -100,6 +100,7 @@ def _create_tf_environment(env_name, num_parallel_environments, seed,
                         seed=seed,
                         max_episode_steps=max_episode_steps)
     env.check_finite = check_finite
+    env.env_name = env_name
     return env
 
 
@@ -113,7 +114,7 @@ def create_environment(env_name: str = 'CartPole-v1',
                        render_mode: Optional[str] = None,
                        backend: str = 'gym',
                        step_timeout: Optional[float] = DEFAULT_STEP_TIMEOUT,
-                       check_finite: bool = False,
+                       check_finite: bool = True,
                        evaluation: bool = False,
                        worker_config: Optional[WorkerConfig] = None
                        ) -> TFEnvironment:
@@ -151,11 +152,13 @@ def create_environment(env_name: str = 'CartPole-v1',
             answer a step (or reset) before training stops with an error
             naming the environment, the worker's pid and the time waited
             (default 60; ``None``: wait as long as the worker lives).
-        check_finite: debug mode: check every reward, discount and float
-            observation for NaN/Inf and stop at the first one with an error
-            naming the field and the environment index. Off by default:
-            it costs a few microseconds per step with the 'gym' backend
-            and turns off XLA compilation with the 'tf' backend.
+        check_finite: check every reward, discount and float observation
+            for NaN/Inf and stop at the first one with an error naming the
+            leaf, the environment (index and ``env_name``) and the
+            iteration, so that non-finite experience never reaches a loss
+            or a replay buffer. On by default (a few microseconds per
+            step); ``False`` opts out. XLA compiles the 'tf' backend's
+            in-graph check away.
         evaluation: the environment is for greedy evaluation (the trainer
             asks for its evaluation environment so): passed on as
             ``env_load_fn(..., evaluation=True)`` when ``env_load_fn``
@@ -217,4 +220,5 @@ def create_environment(env_name: str = 'CartPole-v1',
                                        worker_config=worker_config)
     else:
         py_env = BatchedPyEnvironment([c() for c in constructors])
-    return TFPyEnvironment(py_env, check_finite=check_finite)
+    return TFPyEnvironment(py_env, check_finite=check_finite,
+                           env_name=env_name)

@@ -6,7 +6,7 @@ operative ``config.gin`` and the newest checkpoint in ``ckpt/``.
 """
 
 import os
-from typing import Any, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 
 def restore_run(root_dir: str, render: bool = False,
@@ -31,12 +31,16 @@ def restore_run(root_dir: str, render: bool = False,
     Raises:
         ValueError: ``root_dir`` has no ``config.gin``.
         CheckpointError: no checkpoint, or one that does not match.
+        NonFiniteStateError: the newest checkpoint holds NaN/Inf (one line
+            naming the tensor, and an earlier finite checkpoint to resume
+            training from); nothing is played from it.
     """
     import gin
     import alf_rl.configurables  # noqa: F401
     from alf_rl.environments.utils import create_environment
     from alf_rl.trainers.trainer import TrainerConfig
-    from alf_rl.utils.checkpoint import Checkpointer, CheckpointError
+    from alf_rl.utils.checkpoint import (Checkpointer, CheckpointError,
+                                         NonFiniteStateError)
     from alf_rl.utils.common import set_random_seed
 
     config_file = os.path.join(root_dir, 'config.gin')
@@ -69,6 +73,27 @@ def restore_run(root_dir: str, render: bool = False,
     if not Checkpointer(ckpt_dir).latest_path():
         raise CheckpointError("no checkpoint in %s" % ckpt_dir)
     checkpointer = Checkpointer(ckpt_dir, algorithm=algorithm)
-    path = checkpointer.restore()
+    try:
+        path = checkpointer.restore()
+    except NonFiniteStateError as e:
+        raise NonFiniteStateError('%s: %s' % (e, _finite_advice(
+            ckpt_dir, checkpointer.checkpoints(), e.checkpoint)),
+            e.variable, e.checkpoint) from None
     print('%s: restored %s' % (prog, path))
     return env, algorithm
+
+
+def _finite_advice(ckpt_dir: str, steps: List[int],
+                   refused: Optional[str]) -> str:
+    """What to do about a refused non-finite checkpoint: resume training
+    from the newest earlier finite one (``alf-train --from_checkpoint``),
+    or train again."""
+    from alf_rl.utils.checkpoint_contents import finite_checkpoint_before
+    name = os.path.basename(os.path.dirname(refused or ''))
+    before = int(name[5:]) if name[5:].isdigit() else max(steps, default=0)
+    step = finite_checkpoint_before(ckpt_dir, steps, before)
+    if step is None:
+        return 'no earlier checkpoint with finite values is kept'
+    return ('ckpt-%d is the newest earlier one with finite values: resume '
+            'training from it with alf-train --from_checkpoint %d'
+            % (step, step))

@@ -562,6 +562,10 @@ def test_ppo_tf_cart_pole_trains_then_stops_on_nan_loss(jit_compile,
                            message):
             trainer.train()
         assert int(trainer._iteration.numpy()) == 2
-        assert trainer._checkpointer.checkpoints() == [2]
+        # The model of iteration 2 computed the NaN loss: its checkpoint
+        # is set aside (kept), so that no rerun resumes from it.
+        assert trainer._checkpointer.checkpoints() == []
+        assert 'ckpt-2.non_finite' in os.listdir(
+            trainer._checkpointer.directory)
     finally:
         trainer.close()
