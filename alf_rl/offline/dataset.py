@@ -57,7 +57,7 @@ class DatasetError(ValueError):
 
 
 # ------------------------------------------------------------------ specs
-def spec_to_json(spec: Nest) -> Any:
+def spec_to_json(spec: Any) -> Any:
     """A spec nest as JSON: a leaf is ``{"shape", "dtype"}`` (and
     ``"minimum"``/``"maximum"`` lists for a ``BoundedTensorSpec``); a dict
     is ``{"dict": {key: ...}}``, a tuple/list ``{"tuple"|"list": [...]}``.
