@@ -13,3 +13,4 @@ from alf_rl.trainers.trainer import Trainer
 from alf_rl.trainers.on_policy_trainer import OnPolicyTrainer
 from alf_rl.trainers.off_policy_trainer import OffPolicyTrainer
 from alf_rl.trainers.async_trainer import AsyncOffPolicyTrainer
+from alf_rl.trainers.offline_trainer import OfflineTrainer
