@@ -121,18 +121,39 @@ def test_offline_settings_are_refused_in_one_line(small, tmp_path):
 
 
 def test_bc_clones_the_cartpole_expert(tmp_path):
-    """Learning test: BC on 10 episodes of an epsilon=0.1 scripted expert
+    """Learning test: BC on 5 episodes of an epsilon=0.1 scripted expert
     reaches a greedy return of 475 (CartPole's solved threshold)."""
     path = str(tmp_path / 'expert')
-    returns = _dataset(path, 10)
+    returns = _dataset(path, 5)
     assert np.mean(returns) > 300  # epsilon-perturbed, still good
     trainer = OfflineTrainer(
-        _config(str(tmp_path / 'bc'), 300, evaluate=True, eval_interval=300,
+        _config(str(tmp_path / 'bc'), 150, evaluate=True, eval_interval=150,
                 num_eval_episodes=4, mini_batch_size=256,
                 num_updates_per_train_step=4, summary_interval=100,
-                checkpoint_interval=300, iterations_per_call='auto'),
+                checkpoint_interval=150, iterations_per_call='auto'),
         dataset=path,
         eval_env=lambda s: create_environment('CartPole-v1', 4, seed=s))
     result = trainer.train()
     trainer.close()
     assert result['eval/Metrics/AverageReturn'] >= 475, result
+
+
+def test_bc_example_trains_with_alf_train(small, tmp_path):
+    import gin
+
+    from alf_rl.bin.train import train
+
+    example = os.path.join(os.path.dirname(__file__), '..', '..',
+                           'examples', 'offline', 'bc_cart_pole.gin')
+    try:
+        result = train(str(tmp_path / 'run'), [example], [
+            "OfflineTrainer.dataset='%s'" % small,
+            'TrainerConfig.num_iterations=2', 'TrainerConfig.eval_interval=2',
+            'TrainerConfig.num_eval_episodes=1',
+            'create_environment.max_episode_steps=20'])
+    finally:
+        gin.clear_config()
+    assert result['iterations'] == 2
+    assert 1 <= result['eval/Metrics/AverageReturn'] <= 20
+    assert result["eval/Metrics/NormalizedScore"] == pytest.approx(
+        100 * (result["eval/Metrics/AverageReturn"] - 22.0) / 478.0)
