@@ -24,8 +24,12 @@ import gin
 import tensorflow as tf
 
 from alf_rl.algorithms.off_policy_algorithm import OffPolicyAlgorithm
-from alf_rl.data_structures import (Experience, LossInfo, PolicyStep,
-                                    TimeStep, TrainingInfo, namedtuple)
+from alf_rl.data_structures import (
+    LossInfo,
+    PolicyStep,
+    TrainingInfo,
+    namedtuple,
+)
 from alf_rl.networks import ActorDistributionNetwork
 from alf_rl.ops import distributions as dist_ops
 from alf_rl.ops.offline_losses import squared_action_error
@@ -38,7 +42,8 @@ BcInfo = namedtuple(
     [
         'loss',  # [B] float32 -log pi(a|s), or ||mu(s) - a||^2
     ],
-    default_value=())
+    default_value=(),
+)
 
 # Fraction of a float action's range kept clear of each bound.
 _BOUND_MARGIN = 1e-4
@@ -81,32 +86,42 @@ class BcAlgorithm(OffPolicyAlgorithm):
 
     last_row_only_bootstraps = False
 
-    def __init__(self,
-                 observation_spec: Nest,
-                 action_spec: Nest,
-                 actor_network_ctor: Callable = functools.partial(
-                     ActorDistributionNetwork, fc_layer_params=(256, 256)),
-                 optimizer: Optional[Any] = None,
-                 name: str = 'BcAlgorithm',
-                 **kwargs: Any):
+    def __init__(
+        self,
+        observation_spec: Nest,
+        action_spec: Nest,
+        actor_network_ctor: Callable = functools.partial(
+            ActorDistributionNetwork, fc_layer_params=(256, 256)
+        ),
+        optimizer: Optional[Any] = None,
+        name: str = 'BcAlgorithm',
+        **kwargs: Any,
+    ):
         actor = actor_network_ctor(observation_spec, action_spec)
         check_feed_forward(name, [actor])
-        super().__init__(observation_spec, action_spec, optimizer=optimizer,
-                         name=name, **kwargs)
+        super().__init__(
+            observation_spec,
+            action_spec,
+            optimizer=optimizer,
+            name=name,
+            **kwargs,
+        )
         self._actor_network = actor
         self._deterministic = not isinstance(actor, ActorDistributionNetwork)
         if self._deterministic and any(
-                not s.dtype.is_floating for s in tf.nest.flatten(action_spec)):
-            raise ValueError("%s: a deterministic actor (%s) clones float "
-                             "actions only; use an ActorDistributionNetwork "
-                             "for discrete actions" %
-                             (name, type(actor).__name__))
+            not s.dtype.is_floating for s in tf.nest.flatten(action_spec)
+        ):
+            raise ValueError(
+                "%s: a deterministic actor (%s) clones float "
+                "actions only; use an ActorDistributionNetwork "
+                "for discrete actions" % (name, type(actor).__name__)
+            )
 
     def _policy(self, observation: Nest) -> Any:
         output, _ = self._actor_network(observation)
         return output
 
-    def predict(self, time_step: TimeStep, state: Nest) -> PolicyStep:
+    def predict(self, time_step: Any, state: Nest) -> PolicyStep:
         """Greedy action: the deterministic output or the mode.
 
         Args:
@@ -118,11 +133,11 @@ class BcAlgorithm(OffPolicyAlgorithm):
         output = self._policy(time_step.observation)
         if not self._deterministic:
             output = dist_ops.mode(output)
-        return PolicyStep(action=cast_and_clip_to_spec(output,
-                                                       self.action_spec),
-                          state=state)
+        return PolicyStep(
+            action=cast_and_clip_to_spec(output, self.action_spec), state=state
+        )
 
-    def rollout(self, time_step: TimeStep, state: Nest) -> PolicyStep:
+    def rollout(self, time_step: Any, state: Nest) -> PolicyStep:
         """Action sampled from the policy (the deterministic output as is).
 
         Args:
@@ -134,12 +149,13 @@ class BcAlgorithm(OffPolicyAlgorithm):
         output = self._policy(time_step.observation)
         if not self._deterministic:
             output = dist_ops.sample_action_distribution(
-                output, seed=make_stateless_seed())
-        return PolicyStep(action=cast_and_clip_to_spec(output,
-                                                       self.action_spec),
-                          state=state)
+                output, seed=make_stateless_seed()
+            )
+        return PolicyStep(
+            action=cast_and_clip_to_spec(output, self.action_spec), state=state
+        )
 
-    def train_step(self, exp: Experience, state: Nest) -> PolicyStep:
+    def train_step(self, exp: Any, state: Nest) -> PolicyStep:
         """The cloning loss of the dataset's action at this step.
 
         Args:
@@ -151,12 +167,17 @@ class BcAlgorithm(OffPolicyAlgorithm):
         output = self._policy(exp.observation)
         action = _inside_bounds(exp.action, self.action_spec)
         if self._deterministic:
-            loss = tf.add_n([
-                squared_action_error(
-                    tf.reshape(o, [tf.shape(o)[0], -1]),
-                    tf.reshape(tf.cast(a, o.dtype), [tf.shape(o)[0], -1]))
-                for o, a in zip(tf.nest.flatten(output),
-                                tf.nest.flatten(action))])
+            loss = tf.add_n(
+                [
+                    squared_action_error(
+                        tf.reshape(o, [tf.shape(o)[0], -1]),
+                        tf.reshape(tf.cast(a, o.dtype), [tf.shape(o)[0], -1]),
+                    )
+                    for o, a in zip(
+                        tf.nest.flatten(output), tf.nest.flatten(action)
+                    )
+                ]
+            )
         else:
             loss = -dist_ops.log_prob(output, action)
         return PolicyStep(action=(), state=state, info=BcInfo(loss=loss))
@@ -171,4 +192,3 @@ class BcAlgorithm(OffPolicyAlgorithm):
             ``LossInfo(loss [T, B])``.
         """
         return LossInfo(loss=training_info.info.loss)
-

@@ -20,7 +20,7 @@ policy and of the run's greedy policy.
 """
 
 import sys
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 from absl import app, flags
 
@@ -120,17 +120,11 @@ def collect(
         CheckpointError: no checkpoint (except with ``--random``).
     """
     import gin
-    import numpy as np
 
-    from alf_rl.offline.collection import (
-        Exploration,
-        collect_episodes,
-        episode_return,
-    )
-    from alf_rl.offline.dataset import DatasetWriter
+    from alf_rl.offline.collection import collect_to_dataset
 
     if episodes < 1:
-        raise ValueError("--episodes %d: expected >= 1" % episodes)
+        raise ValueError('--episodes %d: expected >= 1' % episodes)
     exploration = _exploration(epsilon, noise, random)
     need_policy = exploration.mode != 'random' or (
         reference_episodes > 0 and expert_return is None
@@ -145,55 +139,39 @@ def collect(
         prog='alf-collect',
     )
     policy_fn, initial_state = _policy(algorithm)
-    # Checked before playing: a dataset of other specs is refused at once.
-    writer = DatasetWriter(out, env.observation_spec(), env.action_spec())
-    recorded = collect_episodes(
-        env, policy_fn, initial_state, episodes, exploration, seed
+    returns, metadata = collect_to_dataset(
+        env,
+        policy_fn,
+        initial_state,
+        out,
+        episodes,
+        exploration,
+        reference_episodes,
+        random_return,
+        expert_return,
+        seed,
+        {'env_name': _env_name(gin), 'source_run': root_dir},
     )
-    returns = [episode_return(e) for e in recorded]
-    for e in recorded:
-        writer.add_episode(e)
-    metadata: Dict[str, Any] = {
-        'env_name': _env_name(gin),
-        'source_run': root_dir,
-        'policy': exploration.describe(),
-        'behaviour_return': float(np.mean(returns)),
-    }
-    for name, given, mode in (
-        ('random_return', random_return, 'random'),
-        ('expert_return', expert_return, 'greedy'),
-    ):
-        if given is not None:
-            metadata[name] = float(given)
-        elif reference_episodes > 0:
-            played = collect_episodes(
-                env,
-                policy_fn,
-                initial_state,
-                reference_episodes,
-                Exploration(mode),
-                seed + 1,
-            )
-            metadata[name] = float(
-                np.mean([episode_return(e) for e in played])
-            )
-    writer.set_metadata(**metadata)
-    writer.flush()
     env.close()
+    _report(out, returns, metadata)
+    return returns
+
+
+def _report(out: str, returns: List[float], metadata: Any) -> None:
+    """Prints what was written."""
     print(
-        'alf-collect: wrote %d episodes to %s (mean return %.2f); %s'
+        'alf-collect: wrote %d episodes to %s (mean return %.2f)%s'
         % (
-            len(recorded),
+            len(returns),
             out,
             metadata['behaviour_return'],
-            ', '.join(
-                '%s %.2f' % (k, metadata[k])
+            ''.join(
+                '; %s %.2f' % (k, metadata[k])
                 for k in ('random_return', 'expert_return')
                 if k in metadata
             ),
         )
     )
-    return returns
 
 
 def _policy(algorithm: Any) -> Any:

@@ -13,13 +13,14 @@ environment ignores as it resets). The policy is the algorithm's greedy
 - ``random``: uniformly random actions, no policy needed.
 """
 
-from typing import Any, Callable, List, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
 
 from alf_rl.data_structures import Experience
 from alf_rl.environments.tf_environment import TFEnvironment
+from alf_rl.offline.dataset import DatasetWriter
 from alf_rl.utils.common import reset_state_if_necessary
 from alf_rl.utils.nest import Nest, flatten_with_path
 
@@ -191,3 +192,92 @@ def episode_return(episode: Experience) -> float:
     """The undiscounted return of a recorded episode (the rewards after
     its ``FIRST`` step)."""
     return float(np.sum(episode.reward[1:]))
+
+
+def reference_returns_played(
+    env: TFEnvironment,
+    policy_fn: Optional[PolicyFn],
+    initial_state_fn: Callable[[int], Any],
+    num_episodes: int,
+    random_return: Optional[float] = None,
+    expert_return: Optional[float] = None,
+    seed: int = 0,
+) -> Dict[str, float]:
+    """The normalized score's reference returns: those given, else the
+    mean return over ``num_episodes`` episodes of a uniformly random policy
+    (``random_return``) and of ``policy_fn`` played greedily
+    (``expert_return``); none measured when ``num_episodes`` is 0.
+
+    Returns:
+        ``{'random_return': R, 'expert_return': R}``, either missing when
+        neither given nor measured.
+    """
+    result: Dict[str, float] = {}
+    for name, given, mode in (
+        ('random_return', random_return, 'random'),
+        ('expert_return', expert_return, 'greedy'),
+    ):
+        if given is not None:
+            result[name] = float(given)
+        elif num_episodes > 0:
+            played = collect_episodes(
+                env,
+                policy_fn,
+                initial_state_fn,
+                num_episodes,
+                Exploration(mode),
+                seed,
+            )
+            result[name] = float(np.mean([episode_return(e) for e in played]))
+    return result
+
+
+def collect_to_dataset(
+    env: TFEnvironment,
+    policy_fn: Optional[PolicyFn],
+    initial_state_fn: Callable[[int], Any],
+    path: str,
+    num_episodes: int,
+    exploration: Exploration,
+    reference_episodes: int = 0,
+    random_return: Optional[float] = None,
+    expert_return: Optional[float] = None,
+    seed: int = 0,
+    metadata: Optional[Dict[str, Any]] = None,
+) -> Tuple[List[float], Dict[str, Any]]:
+    """Records ``num_episodes`` episodes into the dataset at ``path`` (new,
+    or appended to) with their metadata: ``metadata``, ``policy``
+    (``exploration.describe()``), ``behaviour_return`` (their mean return)
+    and the reference returns (``reference_returns_played``).
+
+    Returns:
+        ``(returns of the recorded episodes, the metadata set)``.
+
+    Raises:
+        DatasetError: ``path`` holds a dataset of other specs (checked
+            before playing).
+    """
+    writer = DatasetWriter(path, env.observation_spec(), env.action_spec())
+    recorded = collect_episodes(
+        env, policy_fn, initial_state_fn, num_episodes, exploration, seed
+    )
+    returns = [episode_return(e) for e in recorded]
+    for e in recorded:
+        writer.add_episode(e)
+    entries = dict(metadata or {})
+    entries['policy'] = exploration.describe()
+    entries['behaviour_return'] = float(np.mean(returns))
+    entries.update(
+        reference_returns_played(
+            env,
+            policy_fn,
+            initial_state_fn,
+            reference_episodes,
+            random_return,
+            expert_return,
+            seed + 1,
+        )
+    )
+    writer.set_metadata(**entries)
+    writer.flush()
+    return returns, entries

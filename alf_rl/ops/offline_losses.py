@@ -41,8 +41,9 @@ def expectile_loss(u_t: tf.Tensor, expectile: float) -> tf.Tensor:
     return weight * tf.square(u_t)
 
 
-def advantage_weights(adv_t: tf.Tensor, temperature: float,
-                      max_weight: float = 100.0) -> tf.Tensor:
+def advantage_weights(
+    adv_t: tf.Tensor, temperature: float, max_weight: float = 100.0
+) -> tf.Tensor:
     """Advantage-weighted regression weights (IQL's policy extraction,
     eq. 7; AWR):
 
@@ -59,8 +60,9 @@ def advantage_weights(adv_t: tf.Tensor, temperature: float,
     return tf.minimum(tf.exp(adv_t / temperature), max_weight)
 
 
-def cql_penalty(q_sampled_t: tf.Tensor, log_density_t: tf.Tensor,
-                q_data_t: tf.Tensor) -> tf.Tensor:
+def cql_penalty(
+    q_sampled_t: tf.Tensor, log_density_t: tf.Tensor, q_data_t: tf.Tensor
+) -> tf.Tensor:
     """The conservative penalty of CQL(H) (Kumar et al. 2020, eq. 4), with
     the importance-sampled log-sum-exp of their appendix F:
 
@@ -81,6 +83,7 @@ def cql_penalty(q_sampled_t: tf.Tensor, log_density_t: tf.Tensor,
         [B] float32 penalties.
     """
     n = tf.cast(tf.shape(q_sampled_t)[0], q_sampled_t.dtype)
-    soft_max = tf.reduce_logsumexp(q_sampled_t - log_density_t,
-                                   axis=0) - tf.math.log(n)
+    soft_max = tf.reduce_logsumexp(
+        q_sampled_t - log_density_t, axis=0
+    ) - tf.math.log(n)
     return soft_max - q_data_t

@@ -42,23 +42,64 @@ from alf_rl.utils import summary as summary_utils
 from alf_rl.utils.common import set_random_seed
 
 
-def _check_offline_config(config: TrainerConfig,
-                          dataset: Optional[str]) -> None:
+def _check_offline_config(
+    config: TrainerConfig, dataset: Optional[str]
+) -> None:
     """Refuses, in one line, settings an offline run cannot honour."""
     if not dataset:
-        raise ValueError("OfflineTrainer.dataset is required: the directory "
-                         "of a dataset written by alf-collect")
+        raise ValueError(
+            "OfflineTrainer.dataset is required: the directory "
+            "of a dataset written by alf-collect"
+        )
     if config.num_env_steps:
-        raise ValueError("TrainerConfig.num_env_steps=%d: an offline run "
-                         "takes no environment steps; set num_iterations" %
-                         config.num_env_steps)
+        raise ValueError(
+            "TrainerConfig.num_env_steps=%d: an offline run "
+            "takes no environment steps; set num_iterations"
+            % config.num_env_steps
+        )
     if config.stop_at_average_return is not None:
-        raise ValueError("TrainerConfig.stop_at_average_return: an offline "
-                         "run plays no training episodes; leave it None")
+        raise ValueError(
+            "TrainerConfig.stop_at_average_return: an offline "
+            "run plays no training episodes; leave it None"
+        )
+    if config.algorithm_ctor is None:
+        raise ValueError(
+            "TrainerConfig.algorithm_ctor is required: e.g. @BcAlgorithm"
+        )
     if config.num_iterations <= 0:
-        raise ValueError("TrainerConfig.num_iterations=%d: an offline run "
-                         "needs a positive number of iterations" %
-                         config.num_iterations)
+        raise ValueError(
+            "TrainerConfig.num_iterations=%d: an offline run "
+            "needs a positive number of iterations" % config.num_iterations
+        )
+
+
+def offline_progress_line(
+    iteration: int,
+    loss_info: Any,
+    last_eval: Dict[str, float],
+    eta_secs: Optional[float],
+) -> str:
+    """``iter N | loss L | eval R | score S | ETA H:MM:SS``, the parts
+    known so far.
+
+    Args:
+        iteration: iterations done.
+        loss_info: the last reduced ``LossInfo`` (or None).
+        last_eval: the last evaluation's scalars (or ``{}``).
+        eta_secs: the time left, if known.
+    """
+    parts = ['iter %d' % iteration]
+    if loss_info is not None:
+        parts.append('loss %.4g' % float(loss_info.loss))
+    for key, fmt in (
+        ('Metrics/AverageReturn', 'eval %.2f'),
+        ('Metrics/NormalizedScore', 'score %.1f'),
+    ):
+        if key in last_eval:
+            parts.append(fmt % last_eval[key])
+    if eta_secs is not None:
+        parts.append('ETA %s' % format_secs(eta_secs))
+    return ' | '.join(parts)
 
 
 @gin.configurable
@@ -86,75 +127,110 @@ class OfflineTrainer(object):
         DatasetError: an unreadable dataset (naming the file and record).
     """
 
-    def __init__(self, config: TrainerConfig, dataset: Optional[str] = None,
-                 eval_env: Optional[EnvSource] = None, num_lanes: int = 16):
+    def __init__(
+        self,
+        config: TrainerConfig,
+        dataset: Optional[str] = None,
+        eval_env: Optional[EnvSource] = None,
+        num_lanes: int = 16,
+    ):
         _check_offline_config(config, dataset)
         self._config = config
         self._dataset = Dataset(str(dataset))
         self._stop_requested = threading.Event()
         self._seed = set_random_seed(config.random_seed)
-        self._algorithm = config.algorithm_ctor(
+        ctor: Any = config.algorithm_ctor
+        self._algorithm = ctor(
             observation_spec=self._dataset.observation_spec,
-            action_spec=self._dataset.action_spec)
+            action_spec=self._dataset.action_spec,
+        )
         self._build_replay(num_lanes)
         self._evaluator = self._build_evaluator(eval_env)
         self._references = reference_returns(self._dataset.metadata)
-        self._iteration = tf.Variable(0, dtype=tf.int64, trainable=False,
-                                      name='iteration')
+        self._iteration = tf.Variable(
+            0, dtype=tf.int64, trainable=False, name='iteration'
+        )
+        self._checkpoints = self._build_checkpoints()
+        self._summaries = RunSummaries(
+            config.root_dir,
+            config.report.summaries_flush_secs,
+            config.evaluation.evaluate,
+        )
+        self._call = (
+            tf.function(self._iterations)
+            if config.execution.use_tf_functions
+            else self._iterations
+        )
+
+    def _build_checkpoints(self) -> RunCheckpoints:
+        """The run's checkpoints: what an online run's hold (algorithm,
+        optimizers, metrics, iteration, generators) and the replayer."""
+        config = self._config
         # No environment steps: the standard metrics stay at zero, but are
         # kept so the checkpoint has the layout of an online run's.
         self._metrics = TrainingMetrics(1, config.metrics)
-        self._checkpoints = RunCheckpoints(
-            config.root_dir, config.checkpoint, self._iteration,
+        return RunCheckpoints(
+            config.root_dir,
+            config.checkpoint,
+            self._iteration,
             algorithm=self._algorithm,
-            optimizers=[o for o, _ in
-                        self._algorithm.get_optimizer_and_variable_sets()],
+            optimizers=[
+                o for o, _ in self._algorithm.get_optimizer_and_variable_sets()
+            ],
             **self._metrics.checkpoint_objects(),
             rng=tf.random.get_global_generator(),
-            eval_rng=(self._evaluator.generator if self._evaluator else
-                      tf.random.Generator.from_seed(0)),
-            replayer=self._replayer)
-        self._summaries = RunSummaries(config.root_dir,
-                                       config.report.summaries_flush_secs,
-                                       config.evaluation.evaluate)
-        self._call = (tf.function(self._iterations)
-                      if config.execution.use_tf_functions else
-                      self._iterations)
+            eval_rng=(
+                self._evaluator.generator
+                if self._evaluator
+                else tf.random.Generator.from_seed(0)
+            ),
+            replayer=self._replayer,
+        )
 
     def _build_replay(self, num_lanes: int) -> None:
         """The replay buffer, filled with the whole dataset."""
         alg, ds = self._algorithm, self._dataset
         if not hasattr(alg, 'prepare_off_policy_specs'):
-            raise ValueError("OfflineTrainer trains algorithms trained from "
-                             "replay (SAC, DQN, BC, CQL, IQL...); %s is not "
-                             "one" % type(alg).__name__)
+            raise ValueError(
+                "OfflineTrainer trains algorithms trained from "
+                "replay (SAC, DQN, BC, CQL, IQL...); %s is not "
+                "one" % type(alg).__name__
+            )
         lanes = max(1, min(num_lanes, ds.num_episodes))
         exp_spec = alg.prepare_off_policy_specs(lanes)
         self._replayer = SyncUniformExperienceReplayer(
-            exp_spec, lanes, lane_capacity(ds, lanes),
-            seed=(self._seed + 104729) % 2**31)
+            exp_spec,
+            lanes,
+            lane_capacity(ds, lanes),
+            seed=(self._seed + 104729) % 2**31,
+        )
         fill_replayer(ds, self._replayer, exp_spec)
         alg.build_optimizers()
         r = self._config.replay
         if not r.mini_batch_size:
-            raise ValueError("TrainerConfig.mini_batch_size is required for "
-                             "offline training")
+            raise ValueError(
+                "TrainerConfig.mini_batch_size is required for "
+                "offline training"
+            )
         self._mini_batch_length = r.mini_batch_length or 2
 
-    def _build_evaluator(self, eval_env: Optional[EnvSource]
-                         ) -> Optional[Evaluator]:
+    def _build_evaluator(
+        self, eval_env: Optional[EnvSource]
+    ) -> Optional[Evaluator]:
         c = self._config
         if not c.evaluation.evaluate:
             return None
         env = create_eval_env(eval_env, c.evaluation, self._seed)
         try:
-            self._dataset.check_specs(env.observation_spec(),
-                                      env.action_spec())
+            self._dataset.check_specs(
+                env.observation_spec(), env.action_spec()
+            )
         except ValueError:
             env.close()
             raise
-        return Evaluator(env, self._algorithm,
-                         use_tf_functions=c.execution.use_tf_functions)
+        return Evaluator(
+            env, self._algorithm, use_tf_functions=c.execution.use_tf_functions
+        )
 
     # ------------------------------------------------------------ public
     @property
@@ -181,12 +257,15 @@ class OfflineTrainer(object):
             ValueError: built without evaluation.
         """
         if self._evaluator is None:
-            raise ValueError("OfflineTrainer.evaluate: no evaluation "
-                             "environment; set TrainerConfig.evaluate=True")
+            raise ValueError(
+                "OfflineTrainer.evaluate: no evaluation "
+                "environment; set TrainerConfig.evaluate=True"
+            )
         scalars = self._evaluator.evaluate()
         if self._references is not None:
             scalars['Metrics/NormalizedScore'] = normalized_score(
-                scalars['Metrics/AverageReturn'], **self._references)
+                scalars['Metrics/AverageReturn'], **self._references
+            )
         return scalars
 
     def close(self) -> None:
@@ -214,8 +293,9 @@ class OfflineTrainer(object):
     def _train_locked(self) -> Dict[str, Any]:
         checkpoints, summaries = self._checkpoints, self._summaries
         restored = checkpoints.restore(lambda: ' (offline)')
-        summaries.drop_after(checkpoints.saved_wall_time(restored)
-                             if restored else None)
+        summaries.drop_after(
+            checkpoints.saved_wall_time(restored) if restored else None
+        )
         summaries.open()
         clock = RunClock(time.time(), 0)
         loss_info, config_written = None, False
@@ -225,8 +305,9 @@ class OfflineTrainer(object):
                     loss_info, now = self._run_call(clock)
                 except TrainingError as error:
                     summaries.flush()
-                    checkpoints.save_after_error(error,
-                                                 self._algorithm.variables)
+                    checkpoints.save_after_error(
+                        error, self._algorithm.variables
+                    )
                     raise
                 if not config_written:
                     summaries.write_config()
@@ -244,20 +325,26 @@ class OfflineTrainer(object):
 
     def _one_update(self) -> Any:
         experience, _ = self._replayer.replay(
-            self._config.replay.mini_batch_size, self._mini_batch_length)
+            self._config.replay.mini_batch_size, self._mini_batch_length
+        )
         return self._algorithm.train(experience)
 
     def _iterations(self, num_updates: tf.Tensor) -> Any:
         """``num_updates`` updates (>= 1); the last one's ``LossInfo``."""
         loss_info = self._one_update()
-        return tf.while_loop(lambda i, _: i < num_updates,
-                             lambda i, _: (i + 1, self._one_update()),
-                             (tf.constant(1), loss_info))[1]
+        return tf.while_loop(
+            lambda i, _: i < num_updates,
+            lambda i, _: (i + 1, self._one_update()),
+            (tf.constant(1), loss_info),
+        )[1]
 
     def _run_call(self, clock: RunClock) -> Any:
         it = self._iteration_count()
-        n = (1 if clock.first_iteration_secs is None else
-             self._config.iterations_for_call(it, clock.secs_per_iteration))
+        n = (
+            1
+            if clock.first_iteration_secs is None
+            else self._config.iterations_for_call(it, clock.secs_per_iteration)
+        )
         updates = n * self._config.replay.num_updates_per_train_step
         call_start = time.time()
         try:
@@ -269,39 +356,39 @@ class OfflineTrainer(object):
         clock.record_call(now, call_start, n, self._fraction_done())
         return loss_info, now
 
-    def _after_call(self, clock: RunClock, loss_info: Any, now: float,
-                    final: bool = False) -> None:
+    def _after_call(
+        self, clock: RunClock, loss_info: Any, now: float, final: bool = False
+    ) -> None:
         """Summaries, evaluation, checkpoint and progress line when their
         intervals come due (as ``Trainer``)."""
         c = self._config
         it = self._iteration_count()
         if (it % c.report.summary_interval == 0) != final:
             self._summaries.write_train(
-                summary_utils.loss_scalars(loss_info), it, 0)
-        if c.evaluation.evaluate and (
-                it % c.evaluation.eval_interval == 0) != final:
+                summary_utils.loss_scalars(loss_info), it, 0
+            )
+        if (
+            c.evaluation.evaluate
+            and (it % c.evaluation.eval_interval == 0) != final
+        ):
             clock.last_eval = self.evaluate()
             self._summaries.write_eval(clock.last_eval, it, 0)
         if not final and it % c.checkpoint.checkpoint_interval == 0:
             self._checkpoints.save(it, self._summaries.flush)
-        if not final and (now - clock.last_report >=
-                          c.report.progress_interval_secs):
+        if not final and (
+            now - clock.last_report >= c.report.progress_interval_secs
+        ):
             self._report_progress(clock, loss_info)
             clock.last_report = now
 
     def _report_progress(self, clock: RunClock, loss_info: Any) -> None:
-        """``iter N | loss L | eval R | score S | ETA``."""
-        parts = ['iter %d' % self._iteration_count()]
-        if loss_info is not None:
-            parts.append('loss %.4g' % float(loss_info.loss))
-        for key, fmt in (('Metrics/AverageReturn', 'eval %.2f'),
-                         ('Metrics/NormalizedScore', 'score %.1f')):
-            if key in clock.last_eval:
-                parts.append(fmt % clock.last_eval[key])
         eta = clock.eta_secs(time.time(), self._fraction_done())
-        if eta is not None:
-            parts.append('ETA %s' % format_secs(eta))
-        print(' | '.join(parts), flush=True)
+        print(
+            offline_progress_line(
+                self._iteration_count(), loss_info, clock.last_eval, eta
+            ),
+            flush=True,
+        )
 
     def _iteration_count(self) -> int:
         return int(self._iteration.numpy())
