@@ -31,8 +31,7 @@ import gin
 import numpy as np
 import tensorflow as tf
 
-from alf_rl.algorithms.sac_algorithm import (SacAlgorithm, SacInfo,
-                                             SacLossInfo)
+from alf_rl.algorithms.sac_algorithm import SacAlgorithm, SacInfo, SacLossInfo
 from alf_rl.data_structures import LossInfo, PolicyStep, TrainingInfo
 from alf_rl.data_structures import namedtuple
 from alf_rl.ops import distributions as dist_ops
@@ -42,19 +41,23 @@ from alf_rl.utils.nest import Nest
 
 CqlInfo = namedtuple(
     'CqlInfo',
-    SacInfo._fields + (
+    SacInfo._fields
+    + (
         'cql_penalty1',  # [B] float32 penalty of critic 1 at (s_t, a_t)
         'cql_penalty2',  # [B] float32 penalty of critic 2
     ),
-    default_value=())
+    default_value=(),
+)
 
 CqlLossInfo = namedtuple(
     'CqlLossInfo',
-    SacLossInfo._fields + (
+    SacLossInfo._fields
+    + (
         'cql_penalty',  # [T, B] float32 mean of both critics' penalties
         'cql_weight',  # [] float32 alpha' (fixed or Lagrangian)
     ),
-    default_value=())
+    default_value=(),
+)
 
 
 @gin.configurable
@@ -82,34 +85,45 @@ class CqlSacAlgorithm(SacAlgorithm):
             continuous actions in more than one leaf.
     """
 
-    def __init__(self,
-                 observation_spec: Nest,
-                 action_spec: Nest,
-                 cql_alpha: float = 1.0,
-                 cql_target_gap: Optional[float] = None,
-                 num_sampled_actions: int = 10,
-                 cql_alpha_optimizer: Optional[Any] = None,
-                 max_cql_alpha: float = 1e6,
-                 name: str = 'CqlSacAlgorithm',
-                 **kwargs: Any):
+    def __init__(
+        self,
+        observation_spec: Nest,
+        action_spec: Nest,
+        cql_alpha: float = 1.0,
+        cql_target_gap: Optional[float] = None,
+        num_sampled_actions: int = 10,
+        cql_alpha_optimizer: Optional[Any] = None,
+        max_cql_alpha: float = 1e6,
+        name: str = 'CqlSacAlgorithm',
+        **kwargs: Any,
+    ):
         if not cql_alpha > 0:
-            raise ValueError("%s: cql_alpha must be > 0, got %r" %
-                             (name, cql_alpha))
+            raise ValueError(
+                "%s: cql_alpha must be > 0, got %r" % (name, cql_alpha)
+            )
         if int(num_sampled_actions) < 1:
-            raise ValueError("%s: num_sampled_actions must be >= 1, got %r" %
-                             (name, num_sampled_actions))
+            raise ValueError(
+                "%s: num_sampled_actions must be >= 1, got %r"
+                % (name, num_sampled_actions)
+            )
         flat = tf.nest.flatten(action_spec)
         if len(flat) != 1:
-            raise ValueError("%s: action_spec must be one leaf, got %d "
-                             "leaves" % (name, len(flat)))
+            raise ValueError(
+                "%s: action_spec must be one leaf, got %d "
+                "leaves" % (name, len(flat))
+            )
         super().__init__(observation_spec, action_spec, name=name, **kwargs)
         self._num_sampled = int(num_sampled_actions)
-        self._target_gap = (None if cql_target_gap is None else
-                            float(cql_target_gap))
+        self._target_gap = (
+            None if cql_target_gap is None else float(cql_target_gap)
+        )
         self._max_cql_alpha = float(max_cql_alpha)
         self._log_cql_alpha = tf.Variable(
-            float(np.log(cql_alpha)), dtype=tf.float32, name='log_cql_alpha',
-            trainable=self._target_gap is not None)
+            float(np.log(cql_alpha)),
+            dtype=tf.float32,
+            name='log_cql_alpha',
+            trainable=self._target_gap is not None,
+        )
         if cql_alpha_optimizer is not None and self._target_gap is not None:
             self.add_optimizer(cql_alpha_optimizer, [self._log_cql_alpha])
 
@@ -122,8 +136,9 @@ class CqlSacAlgorithm(SacAlgorithm):
     def _train_step(self, exp, state, with_target):
         step = super()._train_step(exp, state, with_target)
         pen1, pen2 = self._penalties(exp)
-        return step._replace(info=CqlInfo(*step.info, cql_penalty1=pen1,
-                                          cql_penalty2=pen2))
+        return step._replace(
+            info=CqlInfo(*step.info, cql_penalty1=pen1, cql_penalty2=pen2)
+        )
 
     def bootstrap_step(self, exp: Any, state: Nest) -> PolicyStep:
         """``SacAlgorithm.bootstrap_step`` with zero penalties (the last
@@ -133,24 +148,29 @@ class CqlSacAlgorithm(SacAlgorithm):
         """
         step = super().bootstrap_step(exp, state)
         zeros = tf.zeros_like(step.info.target_value)
-        return step._replace(info=CqlInfo(*step.info, cql_penalty1=zeros,
-                                          cql_penalty2=zeros))
+        return step._replace(
+            info=CqlInfo(*step.info, cql_penalty1=zeros, cql_penalty2=zeros)
+        )
 
     def _penalties(self, exp: Any) -> Any:
         """``(penalty_1, penalty_2)`` [B] at the replayed (s, a)."""
         critics = (self._critic1, self._critic2)
         spec = tf.nest.flatten(self.action_spec)[0]
         if self._discrete:
-            index = tf.cast(tf.nest.flatten(exp.action)[0],
-                            tf.int64) - int(spec.minimum)
+            index = tf.cast(tf.nest.flatten(exp.action)[0], tf.int64) - int(
+                spec.minimum
+            )
             result = []
             for critic in critics:
                 q_all, _ = critic(exp.observation)  # [B, n]
                 q_data = tf.gather(q_all, index, axis=-1, batch_dims=1)
                 n = tf.cast(tf.shape(q_all)[-1], tf.float32)
                 q_t = tf.transpose(q_all)
-                result.append(cql_penalty(
-                    q_t, tf.fill(tf.shape(q_t), -tf.math.log(n)), q_data))
+                result.append(
+                    cql_penalty(
+                        q_t, tf.fill(tf.shape(q_t), -tf.math.log(n)), q_data
+                    )
+                )
             return tuple(result)
         return self._continuous_penalties(exp, critics, spec)
 
@@ -159,32 +179,52 @@ class CqlSacAlgorithm(SacAlgorithm):
         n = self._num_sampled
         batch = tf.shape(tf.nest.flatten(exp.observation)[0])[0]
         obs = tf.nest.map_structure(
-            lambda x: tf.tile(x, tf.concat([[2 * n], tf.ones_like(
-                tf.shape(x)[1:])], 0)), exp.observation)
+            lambda x: tf.tile(
+                x, tf.concat([[2 * n], tf.ones_like(tf.shape(x)[1:])], 0)
+            ),
+            exp.observation,
+        )
         low = tf.constant(spec.minimum, tf.float32) * tf.ones(spec.shape)
         high = tf.constant(spec.maximum, tf.float32) * tf.ones(spec.shape)
         uniform = tf.random.stateless_uniform(
-            tf.concat([[n * batch], spec.shape], 0), make_stateless_seed(),
-            minval=low, maxval=high)
+            tf.concat([[n * batch], spec.shape], 0),
+            make_stateless_seed(),
+            minval=low,
+            maxval=high,
+        )
         log_uniform = -tf.reduce_sum(tf.math.log(high - low))
         dist, _ = self._actor_network(
-            tf.nest.map_structure(lambda x: x[n * batch:], obs))
+            tf.nest.map_structure(lambda x: x[n * batch :], obs)
+        )
         sampled = dist_ops.sample_action_distribution(
-            dist, seed=make_stateless_seed())
+            dist, seed=make_stateless_seed()
+        )
         log_pi = dist_ops.log_prob(dist, sampled)
         sampled = tf.nest.flatten(sampled)[0]
         actions = tf.stop_gradient(tf.concat([uniform, sampled], 0))
-        log_density = tf.stop_gradient(tf.reshape(tf.concat(
-            [tf.fill([n * batch], log_uniform), log_pi], 0), [2 * n, -1]))
+        log_density = tf.stop_gradient(
+            tf.reshape(
+                tf.concat([tf.fill([n * batch], log_uniform), log_pi], 0),
+                [2 * n, -1],
+            )
+        )
         data_action = tf.cast(tf.nest.flatten(exp.action)[0], tf.float32)
         result = []
         for critic in critics:
-            q_sampled, _ = critic((obs, tf.nest.pack_sequence_as(
-                self.action_spec, [actions])))
-            q_data, _ = critic((exp.observation, tf.nest.pack_sequence_as(
-                self.action_spec, [data_action])))
-            result.append(cql_penalty(tf.reshape(q_sampled, [2 * n, -1]),
-                                      log_density, q_data))
+            q_sampled, _ = critic(
+                (obs, tf.nest.pack_sequence_as(self.action_spec, [actions]))
+            )
+            q_data, _ = critic(
+                (
+                    exp.observation,
+                    tf.nest.pack_sequence_as(self.action_spec, [data_action]),
+                )
+            )
+            result.append(
+                cql_penalty(
+                    tf.reshape(q_sampled, [2 * n, -1]), log_density, q_data
+                )
+            )
         return tuple(result)
 
     # ------------------------------------------------------------ loss
@@ -206,9 +246,13 @@ class CqlSacAlgorithm(SacAlgorithm):
             cql_loss = tf.stop_gradient(alpha) * penalty
         else:
             gap = penalty - 2.0 * self._target_gap
-            cql_loss = (tf.stop_gradient(alpha) * gap -
-                        alpha * tf.stop_gradient(gap) / 2.0)
-        return LossInfo(loss=sac.loss + cql_loss,
-                        extra=CqlLossInfo(*sac.extra,
-                                          cql_penalty=penalty / 2.0,
-                                          cql_weight=alpha))
+            cql_loss = (
+                tf.stop_gradient(alpha) * gap
+                - alpha * tf.stop_gradient(gap) / 2.0
+            )
+        return LossInfo(
+            loss=sac.loss + cql_loss,
+            extra=CqlLossInfo(
+                *sac.extra, cql_penalty=penalty / 2.0, cql_weight=alpha
+            ),
+        )

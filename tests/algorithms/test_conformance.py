@@ -80,7 +80,7 @@ from alf_rl.algorithms import (ActorCriticAlgorithm, ActorCriticLoss, Agent,
                                RLAlgorithm, SacAlgorithm, SarsaAlgorithm,
                                SkillGenerator, Td3Algorithm, TracAlgorithm,
                                TrustedUpdater)
-from alf_rl.algorithms import BcAlgorithm, CqlSacAlgorithm
+from alf_rl.algorithms import BcAlgorithm, CqlSacAlgorithm, IqlAlgorithm
 from alf_rl.data_structures import (LossInfo, StepType, TrainingInfo,
                                     namedtuple)
 from alf_rl.drivers import OnPolicyDriver
@@ -195,6 +195,16 @@ def _cql(obs, act):
     if not discrete:
         roles['cql_alpha'] = cql
     return alg, roles
+
+
+def _iql(obs, act):
+    discrete = act.dtype.is_integer
+    opt = _adam()
+    alg = IqlAlgorithm(obs, act,
+                       actor_network_ctor=_actor_distribution(),
+                       critic_network_ctor=_q() if discrete else _critic(),
+                       value_network_ctor=_value(), optimizer=opt)
+    return alg, {'all': opt}
 
 
 def _ddpg(obs, act, cls=DdpgAlgorithm):
@@ -447,6 +457,10 @@ CASES = [
     Case('cql_sac_lagrangian', CqlSacAlgorithm, _cql, 'replay', 'continuous',
          train_kwargs=_PAIRS, target_networks=2),
     Case('cql_sac_discrete', CqlSacAlgorithm, _cql, 'replay', 'discrete',
+         train_kwargs=_PAIRS, target_networks=2),
+    Case('iql_continuous', IqlAlgorithm, _iql, 'replay', 'continuous',
+         train_kwargs=_PAIRS, target_networks=2),
+    Case('iql_discrete', IqlAlgorithm, _iql, 'replay', 'discrete',
          train_kwargs=_PAIRS, target_networks=2),
     Case('sarsa', SarsaAlgorithm, _sarsa, 'replay', 'continuous',
          train_kwargs=_PAIRS, target_networks=1),
@@ -922,7 +936,7 @@ def test_checkpoint_round_trip(case, run, tmp_path):
 _ROW_HOOK_CASES = [
     c for c in CASES if c.path == 'replay' and c.name not in (
         'ppo_entropy_target', 'agent_ppo_rnd', 'bc_discrete',
-        'bc_deterministic')
+        'bc_deterministic', 'iql_continuous', 'iql_discrete')
 ]
 
 
