@@ -25,7 +25,7 @@ Deviations: no policy samples at the next state (the authors' code also
 uses them); continuous actions must be one float leaf.
 """
 
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 import gin
 import numpy as np
@@ -41,7 +41,7 @@ from alf_rl.utils.nest import Nest
 
 CqlInfo = namedtuple(
     'CqlInfo',
-    SacInfo._fields
+    cast(Any, SacInfo)._fields
     + (
         'cql_penalty1',  # [B] float32 penalty of critic 1 at (s_t, a_t)
         'cql_penalty2',  # [B] float32 penalty of critic 2
@@ -51,7 +51,7 @@ CqlInfo = namedtuple(
 
 CqlLossInfo = namedtuple(
     'CqlLossInfo',
-    SacLossInfo._fields
+    cast(Any, SacLossInfo)._fields
     + (
         'cql_penalty',  # [T, B] float32 mean of both critics' penalties
         'cql_weight',  # [] float32 alpha' (fixed or Lagrangian)

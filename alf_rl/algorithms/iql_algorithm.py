@@ -143,11 +143,13 @@ class IqlAlgorithm(OffPolicyAlgorithm):
         self._gamma = check_unit_interval(name, 'gamma', gamma)
         self._discrete = _discrete(action_spec)
         actor = actor_network_ctor(observation_spec, action_spec)
+        default_q: Callable = functools.partial(
+            QNetwork, fc_layer_params=(256, 256)
+        )
         if self._discrete:
-            critic1 = (
-                critic_network_ctor
-                or functools.partial(QNetwork, fc_layer_params=(256, 256))
-            )(observation_spec, action_spec)
+            critic1 = (critic_network_ctor or default_q)(
+                observation_spec, action_spec
+            )
         else:
             critic1 = (
                 critic_network_ctor
