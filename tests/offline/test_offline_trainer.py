@@ -183,7 +183,10 @@ def test_bc_clones_the_cartpole_expert(tmp_path):
     assert result['eval/Metrics/AverageReturn'] >= 475, result
 
 
-def test_bc_example_trains_with_alf_train(small, tmp_path):
+@pytest.mark.parametrize(
+    'name', ['bc_cart_pole.gin', 'cql_cart_pole.gin', 'iql_cart_pole.gin']
+)
+def test_offline_example_trains_with_alf_train(small, tmp_path, name):
     import gin
 
     from alf_rl.bin.train import train
@@ -194,7 +197,7 @@ def test_bc_example_trains_with_alf_train(small, tmp_path):
         '..',
         'examples',
         'offline',
-        'bc_cart_pole.gin',
+        name,
     )
     try:
         result = train(
