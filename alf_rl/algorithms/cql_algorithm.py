@@ -25,6 +25,7 @@ Deviations: no policy samples at the next state (the authors' code also
 uses them); continuous actions must be one float leaf.
 """
 
+import functools
 from typing import Any, Optional, cast
 
 import gin
@@ -177,6 +178,25 @@ class CqlSacAlgorithm(SacAlgorithm):
     def _continuous_penalties(self, exp, critics, spec):
         """Importance-sampled penalties of continuous actions."""
         n = self._num_sampled
+        obs, actions, log_density = self._proposals(exp, spec)
+        data_action = tf.cast(tf.nest.flatten(exp.action)[0], tf.float32)
+        pack = functools.partial(tf.nest.pack_sequence_as, self.action_spec)
+        result = []
+        for critic in critics:
+            q_sampled, _ = critic((obs, pack([actions])))
+            q_data, _ = critic((exp.observation, pack([data_action])))
+            result.append(
+                cql_penalty(
+                    tf.reshape(q_sampled, [2 * n, -1]), log_density, q_data
+                )
+            )
+        return tuple(result)
+
+    def _proposals(self, exp, spec):
+        """``(observations [2N B, ...], actions [2N B, D], log-densities
+        [2N, B])``: N uniform actions, then N of the policy, per state (no
+        gradient)."""
+        n = self._num_sampled
         batch = tf.shape(tf.nest.flatten(exp.observation)[0])[0]
         obs = tf.nest.map_structure(
             lambda x: tf.tile(
@@ -200,32 +220,12 @@ class CqlSacAlgorithm(SacAlgorithm):
             dist, seed=make_stateless_seed()
         )
         log_pi = dist_ops.log_prob(dist, sampled)
-        sampled = tf.nest.flatten(sampled)[0]
-        actions = tf.stop_gradient(tf.concat([uniform, sampled], 0))
-        log_density = tf.stop_gradient(
-            tf.reshape(
-                tf.concat([tf.fill([n * batch], log_uniform), log_pi], 0),
-                [2 * n, -1],
-            )
+        actions = tf.concat([uniform, tf.nest.flatten(sampled)[0]], 0)
+        log_density = tf.reshape(
+            tf.concat([tf.fill([n * batch], log_uniform), log_pi], 0),
+            [2 * n, -1],
         )
-        data_action = tf.cast(tf.nest.flatten(exp.action)[0], tf.float32)
-        result = []
-        for critic in critics:
-            q_sampled, _ = critic(
-                (obs, tf.nest.pack_sequence_as(self.action_spec, [actions]))
-            )
-            q_data, _ = critic(
-                (
-                    exp.observation,
-                    tf.nest.pack_sequence_as(self.action_spec, [data_action]),
-                )
-            )
-            result.append(
-                cql_penalty(
-                    tf.reshape(q_sampled, [2 * n, -1]), log_density, q_data
-                )
-            )
-        return tuple(result)
+        return obs, tf.stop_gradient(actions), tf.stop_gradient(log_density)
 
     # ------------------------------------------------------------ loss
     def calc_loss(self, training_info: TrainingInfo) -> LossInfo:

@@ -85,6 +85,40 @@ def _discrete(action_spec: Nest) -> bool:
     )
 
 
+def _check_settings(name: str, expectile: float, temperature: float) -> None:
+    """Refuses, in one line, an expectile outside (0, 1) or a temperature
+    <= 0."""
+    if not 0 < expectile < 1 or not temperature > 0:
+        raise ValueError(
+            "%s: expectile must lie in (0, 1) and temperature be > 0; got "
+            "%r and %r" % (name, expectile, temperature)
+        )
+
+
+def _build_critic(
+    discrete: bool,
+    observation_spec: Nest,
+    action_spec: Nest,
+    critic_network_ctor: Optional[Callable],
+) -> Any:
+    """One critic: ``ctor(observation_spec, action_spec)`` (discrete, Q of
+    every action; default a ``QNetwork``) or ``ctor((observation_spec,
+    action_spec))`` (default a ``CriticNetwork``), of (256, 256)."""
+    if discrete:
+        default_q: Callable = functools.partial(
+            QNetwork, fc_layer_params=(256, 256)
+        )
+        return (critic_network_ctor or default_q)(
+            observation_spec, action_spec
+        )
+    default_critic: Callable = functools.partial(
+        CriticNetwork, joint_fc_layer_params=(256, 256)
+    )
+    return (critic_network_ctor or default_critic)(
+        (observation_spec, action_spec)
+    )
+
+
 @gin.configurable
 class IqlAlgorithm(OffPolicyAlgorithm):
     """Implicit Q-Learning: expectile value, twin critics, advantage-
@@ -133,30 +167,14 @@ class IqlAlgorithm(OffPolicyAlgorithm):
         name: str = 'IqlAlgorithm',
         **kwargs: Any,
     ):
-        self._expectile = check_unit_interval(name, 'expectile', expectile)
-        if not 0 < self._expectile < 1 or not temperature > 0:
-            raise ValueError(
-                "%s: expectile must lie in (0, 1) and "
-                "temperature be > 0; got %r and %r"
-                % (name, expectile, temperature)
-            )
+        _check_settings(name, expectile, temperature)
+        self._expectile = float(expectile)
         self._gamma = check_unit_interval(name, 'gamma', gamma)
         self._discrete = _discrete(action_spec)
         actor = actor_network_ctor(observation_spec, action_spec)
-        default_q: Callable = functools.partial(
-            QNetwork, fc_layer_params=(256, 256)
+        critic1 = _build_critic(
+            self._discrete, observation_spec, action_spec, critic_network_ctor
         )
-        if self._discrete:
-            critic1 = (critic_network_ctor or default_q)(
-                observation_spec, action_spec
-            )
-        else:
-            critic1 = (
-                critic_network_ctor
-                or functools.partial(
-                    CriticNetwork, joint_fc_layer_params=(256, 256)
-                )
-            )((observation_spec, action_spec))
         value = value_network_ctor(observation_spec)
         check_feed_forward(name, [actor, critic1, value])
         super().__init__(
@@ -170,18 +188,24 @@ class IqlAlgorithm(OffPolicyAlgorithm):
         self._critic1 = critic1
         self._critic2 = critic1.copy(name='critic2')
         self._value_network = value
-        self._target_critic1 = TargetNetwork(critic1, name='target_critic1')
+        self._build_targets(tau)
+        self._temperature = float(temperature)
+        self._max_weight = float(max_weight)
+
+    def _build_targets(self, tau: float) -> None:
+        """Target copies of both critics, Polyak-averaged every update."""
+        self._target_critic1 = TargetNetwork(
+            self._critic1, name='target_critic1'
+        )
         self._target_critic2 = TargetNetwork(
             self._critic2, name='target_critic2'
         )
         self._target_updater = PeriodicSoftUpdate(
             self._target_critic1.variables + self._target_critic2.variables,
-            critic1.variables + self._critic2.variables,
+            self._critic1.variables + self._critic2.variables,
             tau=tau,
             period=1,
         )
-        self._temperature = float(temperature)
-        self._max_weight = float(max_weight)
 
     def _action_out(self, output: Nest) -> Nest:
         return alf_specs.cast_and_clip_to_spec(output, self.action_spec)
