@@ -106,6 +106,9 @@ _LAYERS = {
     # Future: async and distributed collection builds on drivers and replay;
     # trainers may use it.
     'alf_rl.distributed': 7,
+    # Offline RL datasets: stream into replay, collect from an algorithm
+    # and an environment; the offline trainer builds on them.
+    'alf_rl.offline': 7,
     'alf_rl.trainers': 8,
     # Registers every gin-configurable for the command line (imports the
     # packages above); only bin/ imports it.

@@ -87,6 +87,7 @@ from alf_rl.networks import EnsembleNetwork
 from alf_rl.algorithms import (DecodingAlgorithm, MemoryBasedPredictor,
                                MemoryWithUsage, MerlinAlgorithm,
                                VariationalAutoEncoder)
+from alf_rl.algorithms import BcAlgorithm, CqlSacAlgorithm, IqlAlgorithm
 from alf_rl.data_structures import (LossInfo, StepType, TrainingInfo,
                                     namedtuple)
 from alf_rl.drivers import OnPolicyDriver
@@ -199,6 +200,42 @@ def _ppo(obs, act):
         optimizer=opt,
         entropy_target_ctor=functools.partial(EntropyTargetAlgorithm,
                                               target_entropy=0.5))
+    return alg, {'all': opt}
+
+
+def _bc(obs, act, deterministic: bool = False):
+    opt = _adam()
+    alg = BcAlgorithm(obs, act,
+                      actor_network_ctor=(_actor() if deterministic else
+                                          _actor_distribution(True)),
+                      optimizer=opt)
+    return alg, {'all': opt}
+
+
+def _cql(obs, act):
+    # Continuous: the Lagrangian version (log alpha' trained too).
+    discrete = act.dtype.is_integer
+    actor, critic, alpha, cql = _adam(), _adam(), _adam(), _adam()
+    alg = CqlSacAlgorithm(
+        obs, act, cql_target_gap=None if discrete else 1.0,
+        num_sampled_actions=3, cql_alpha_optimizer=cql,
+        actor_network_ctor=_actor_distribution(not discrete),
+        critic_network_ctor=_q() if discrete else _critic(),
+        actor_optimizer=actor, critic_optimizer=critic,
+        alpha_optimizer=alpha)
+    roles = {'actor': actor, 'critic': critic, 'alpha': alpha}
+    if not discrete:
+        roles['cql_alpha'] = cql
+    return alg, roles
+
+
+def _iql(obs, act):
+    discrete = act.dtype.is_integer
+    opt = _adam()
+    alg = IqlAlgorithm(obs, act,
+                       actor_network_ctor=_actor_distribution(),
+                       critic_network_ctor=_q() if discrete else _critic(),
+                       value_network_ctor=_value(), optimizer=opt)
     return alg, {'all': opt}
 
 
@@ -472,6 +509,18 @@ CASES = [
          train_kwargs=_PAIRS, target_networks=2),
     Case('sac_discrete_entropy_target', SacAlgorithm,
          functools.partial(_sac, entropy_target=True), 'replay', 'discrete',
+         train_kwargs=_PAIRS, target_networks=2),
+    Case('bc_discrete', BcAlgorithm, _bc, 'replay', train_kwargs=_PAIRS),
+    Case('bc_deterministic', BcAlgorithm,
+         functools.partial(_bc, deterministic=True), 'replay', 'continuous',
+         train_kwargs=_PAIRS),
+    Case('cql_sac_lagrangian', CqlSacAlgorithm, _cql, 'replay', 'continuous',
+         train_kwargs=_PAIRS, target_networks=2),
+    Case('cql_sac_discrete', CqlSacAlgorithm, _cql, 'replay', 'discrete',
+         train_kwargs=_PAIRS, target_networks=2),
+    Case('iql_continuous', IqlAlgorithm, _iql, 'replay', 'continuous',
+         train_kwargs=_PAIRS, target_networks=2),
+    Case('iql_discrete', IqlAlgorithm, _iql, 'replay', 'discrete',
          train_kwargs=_PAIRS, target_networks=2),
     Case('sarsa', SarsaAlgorithm, _sarsa, 'replay', 'continuous',
          train_kwargs=_PAIRS, target_networks=1),
@@ -959,7 +1008,8 @@ def test_checkpoint_round_trip(case, run, tmp_path):
 _ROW_HOOK_CASES = [
     c for c in CASES if c.path == 'replay' and c.name not in (
         'ppo_entropy_target', 'agent_ppo_rnd', 'mbrl_cem_learned_reward',
-        'mbrl_random_shooting')
+        'mbrl_random_shooting', 'bc_discrete', 'bc_deterministic',
+        'iql_continuous', 'iql_discrete')
 ]
 
 
