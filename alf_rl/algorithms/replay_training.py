@@ -45,7 +45,7 @@ from alf_rl.algorithms.unroll import unroll
 from alf_rl.data_structures import (AlgStep, Experience, LossInfo,
                                     PolicyStep, TrainingInfo)
 from alf_rl.ops import distributions as dist_ops
-from alf_rl.ops.masks import mask_last_row
+from alf_rl.ops.masks import cut_seams, mask_last_row
 from alf_rl.specs import add_outer_dims, time_step_spec
 from alf_rl.utils.common import (loop_traced_once,
                                  reset_state_if_necessary, trace_outputs,
@@ -410,8 +410,10 @@ class ReplayTrainingMixin(object):
     def _preprocess(self, experience):
         """``transform_timestep`` and ``preprocess_experience`` on stored
         [T, B] experience; distributions back to parameters afterwards
-        (mini-batches and rows are cut from the parameters)."""
+        (mini-batches and rows are cut from the parameters). Seams first:
+        a step followed by a FIRST step becomes LAST (``cut_seams``)."""
         experience = experience._replace(
+            step_type=cut_seams(experience.step_type),
             rollout_info=dist_ops.params_to_distributions(
                 experience.rollout_info, self._rollout_info_spec))
         experience = self.transform_timestep(experience)

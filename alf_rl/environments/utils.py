@@ -147,10 +147,12 @@ def create_environment(env_name: str = 'CartPole-v1',
         render_mode: passed to ``env_load_fn`` when not ``None`` (the 'tf'
             backend renders env 0 with gymnasium's renderer on demand).
         backend: 'gym' or 'tf'.
-        step_timeout: with ``use_subprocess``: seconds a worker may take to
-            answer a step (or reset) before training stops with an error
-            naming the environment, the worker's pid and the time waited
-            (default 60; ``None``: wait as long as the worker lives).
+        step_timeout: seconds an environment may take for a step (or
+            reset) before training stops with an error naming the
+            environment and the time waited (default 60; ``None``: wait for
+            ever). With ``use_subprocess`` the error also names the
+            worker's pid; in-process, the environments are then stepped on
+            a watchdog thread (``BatchedPyEnvironment``).
         check_finite: debug mode: check every reward, discount and float
             observation for NaN/Inf and stop at the first one with an error
             naming the field and the environment index. Off by default:
@@ -216,5 +218,6 @@ def create_environment(env_name: str = 'CartPole-v1',
                                        step_timeout=step_timeout,
                                        worker_config=worker_config)
     else:
-        py_env = BatchedPyEnvironment([c() for c in constructors])
+        py_env = BatchedPyEnvironment([c() for c in constructors],
+                                      step_timeout=step_timeout)
     return TFPyEnvironment(py_env, check_finite=check_finite)
