@@ -21,7 +21,10 @@ rebuilds its ``rollout_info`` for the step, and the update's
 ``rollout_info`` once.
 
 The last row of every sequence only bootstraps the rows before it: it runs
-``bootstrap_step`` and is masked, as are LAST steps. The first row is never
+``bootstrap_step`` and is masked, as are LAST steps. A stored step followed
+by a FIRST step is made LAST first (``alf_rl.ops.masks.cut_seams``): a
+collector that started over (a resumed run with Python environments, a
+restarted worker) leaves a MID step there, with no transition after it. The first row is never
 a bootstrap value: it runs ``first_train_step``, which may skip the target
 values. Algorithms whose targets are all computed beforehand in
 ``preprocess_experience`` (PPO) set ``last_row_only_bootstraps = False``:

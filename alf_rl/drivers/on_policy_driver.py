@@ -10,7 +10,9 @@ One call of ``run()`` executes a compiled ``tf.function`` that
    ``TensorArray``s (``alf_rl.algorithms.unroll``, which holds
    distributions as their parameters there),
 3. stacks the arrays into [T, B, ...] ``TrainingInfo`` (distributions
-   rebuilt) and calls ``algorithm.train_complete``.
+   rebuilt), makes a step followed by FIRST a LAST step (a worker that
+   restarted its environment leaves a MID one: ``cut_seams``) and calls
+   ``algorithm.train_complete``.
 
 Final-step modes (ALF's), deciding how the value after the last step is
 obtained for bootstrapping:

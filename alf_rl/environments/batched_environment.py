@@ -42,9 +42,9 @@ def describe_environment(env: PyEnvironment) -> str:
     """A short name of ``env``: its gymnasium id when it wraps one, else its
     class name (e.g. ``'CartPole-v1'``, ``'PolicyUnittestEnv'``)."""
     gym_env = getattr(env, 'gym_env', None)
-    spec = getattr(gym_env, 'spec', None)
-    if getattr(spec, 'id', None):
-        return str(spec.id)
+    env_id = getattr(getattr(gym_env, 'spec', None), 'id', None)
+    if env_id:
+        return str(env_id)
     if gym_env is not None:
         return type(getattr(gym_env, 'unwrapped', gym_env)).__name__
     return type(env).__name__

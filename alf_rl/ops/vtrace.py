@@ -20,8 +20,8 @@ and discount stored at step t belong to the transition *into* step t, so the
 transition out of step t has ``r_{t+1}`` and ``d_{t+1}`` (gamma already
 folded in: 0 after termination, gamma after a time limit); nothing
 bootstraps through a LAST step, nor into a FIRST step (a step followed by
-one counts as LAST: ``alf_rl.ops.masks.cut_seams``); row T-1 only bootstraps, so T-1 rows come
-back. In that indexing the recursion computed here is::
+one counts as LAST: ``alf_rl.ops.masks.cut_seams``); row T-1 only
+bootstraps, so T-1 rows come back. In that indexing the recursion computed here is::
 
     delta_t        = rho_t (r_{t+1} + d_{t+1} v_{t+1} - v_t)
     vs_{T-1}       = v_{T-1}

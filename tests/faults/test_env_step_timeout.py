@@ -18,8 +18,10 @@ import time
 import pytest
 
 from alf_rl.environments import suite_gym
-from alf_rl.environments.batched_environment import (BatchedPyEnvironment,
-                                                     EnvironmentTimeoutError)
+from alf_rl.environments.batched_environment import (
+    BatchedPyEnvironment,
+    EnvironmentTimeoutError,
+)
 
 
 def hanging_cart_pole(env_name, seed, env_id, hang_env=1, hang_after=3):
@@ -41,9 +43,14 @@ def hanging_cart_pole(env_name, seed, env_id, hang_env=1, hang_after=3):
 
 def _batch(step_timeout, hang_after=3):
     return BatchedPyEnvironment(
-        [hanging_cart_pole('CartPole-v1', seed=i, env_id=i,
-                           hang_after=hang_after) for i in range(2)],
-        step_timeout=step_timeout)
+        [
+            hanging_cart_pole(
+                'CartPole-v1', seed=i, env_id=i, hang_after=hang_after
+            )
+            for i in range(2)
+        ],
+        step_timeout=step_timeout,
+    )
 
 
 def test_hung_step_raises_naming_the_environment_and_the_timeout():
@@ -57,7 +64,8 @@ def test_hung_step_raises_naming_the_environment_and_the_timeout():
     assert str(raised.value) == (
         "environment 1 (CartPole-v1) did not finish its step within 1 s "
         "(create_environment.step_timeout; None waits for ever); it is not "
-        "stepped again")
+        "stepped again"
+    )
     # Later calls fail at once with the same line; close does not wait for
     # the hung environment.
     with pytest.raises(EnvironmentTimeoutError, match='environment 1 '):
@@ -87,8 +95,10 @@ def test_no_timeout_steps_in_the_calling_thread():
     assert threads == [threading.current_thread()]
     assert env.step_timeout is None
     for bad in (0, -1, 'soon', True):
-        with pytest.raises(ValueError, match='step_timeout must be a number '
-                           'of seconds > 0 or None, got'):
+        with pytest.raises(
+            ValueError,
+            match='step_timeout must be a number of seconds > 0 or None, got',
+        ):
             BatchedPyEnvironment(env.envs, step_timeout=bad)
 
 
@@ -103,14 +113,24 @@ def test_hung_in_process_environment_stops_training(tmp_path):
     root = str(tmp_path)
     # 4 steps per iteration: env 1 hangs in its 10th step (iteration 3).
     trainer = OnPolicyTrainer(
-        TrainerConfig(root_dir=root, algorithm_ctor=small_actor_critic,
-                      num_iterations=6, unroll_length=4, random_seed=1,
-                      checkpoint_interval=1, summary_interval=1,
-                      iterations_per_call=1),
+        TrainerConfig(
+            root_dir=root,
+            algorithm_ctor=small_actor_critic,
+            num_iterations=6,
+            unroll_length=4,
+            random_seed=1,
+            checkpoint_interval=1,
+            summary_interval=1,
+            iterations_per_call=1,
+        ),
         env=lambda seed: create_environment(
-            'CartPole-v1', 2, seed=seed, step_timeout=1.0,
-            env_load_fn=functools.partial(hanging_cart_pole,
-                                          hang_after=10)))
+            'CartPole-v1',
+            2,
+            seed=seed,
+            step_timeout=1.0,
+            env_load_fn=functools.partial(hanging_cart_pole, hang_after=10),
+        ),
+    )
     try:
         with pytest.raises(EnvironmentStepError) as raised:
             trainer.train()
@@ -120,7 +140,8 @@ def test_hung_in_process_environment_stops_training(tmp_path):
         "training stopped at iteration 3: environment 1 (CartPole-v1) did "
         "not finish its step within 1 s (create_environment.step_timeout; "
         "None waits for ever); it is not stepped again. The checkpoint of "
-        "iteration 2 ")
+        "iteration 2 "
+    )
     assert os.path.isdir(os.path.join(root, 'ckpt', 'ckpt-2'))
 
 
@@ -160,26 +181,44 @@ def test_second_ctrl_c_aborts_while_an_environment_hangs(tmp_path):
     with open(tmp_path / 'hang_env.py', 'w') as f:
         f.write(textwrap.dedent(USER_MODULE))
     with open(tmp_path / 'hang.gin', 'w') as f:
-        f.write('import hang_env\n'
-                'create_environment.env_load_fn = @hanging_load\n')
-    example = os.path.join(os.path.dirname(__file__), '..', '..', 'examples',
-                           'ac_cart_pole.gin')
+        f.write(
+            'import hang_env\ncreate_environment.env_load_fn = @hanging_load\n'
+        )
+    example = os.path.join(
+        os.path.dirname(__file__), '..', '..', 'examples', 'ac_cart_pole.gin'
+    )
     cmd = [
-        sys.executable, '-m', 'alf_rl.bin.train', '--gin_file', example,
-        '--gin_file', str(tmp_path / 'hang.gin'),
-        '--root_dir', str(tmp_path / 'run'), '--module_path',
+        sys.executable,
+        '-m',
+        'alf_rl.bin.train',
+        '--gin_file',
+        example,
+        '--gin_file',
+        str(tmp_path / 'hang.gin'),
+        '--root_dir',
+        str(tmp_path / 'run'),
+        '--module_path',
         str(tmp_path),
-        '--gin_param', 'create_environment.step_timeout=None',
-        '--gin_param', 'TrainerConfig.evaluate=False'
+        '--gin_param',
+        'create_environment.step_timeout=None',
+        '--gin_param',
+        'TrainerConfig.evaluate=False',
     ]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, HANG_DIR=str(tmp_path)))
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, HANG_DIR=str(tmp_path)),
+    )
     try:
         hanging = tmp_path / 'hanging'
         deadline = time.time() + 180
-        while not hanging.exists() and proc.poll() is None and (
-                time.time() < deadline):
+        while (
+            not hanging.exists()
+            and proc.poll() is None
+            and (time.time() < deadline)
+        ):
             time.sleep(0.2)
         assert hanging.exists(), proc.communicate(timeout=5)
         proc.send_signal(signal.SIGINT)
