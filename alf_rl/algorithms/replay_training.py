@@ -24,11 +24,12 @@ The last row of every sequence only bootstraps the rows before it: it runs
 ``bootstrap_step`` and is masked, as are LAST steps. A stored step followed
 by a FIRST step is made LAST first (``alf_rl.ops.masks.cut_seams``): a
 collector that started over (a resumed run with Python environments, a
-restarted worker) leaves a MID step there, with no transition after it. The first row is never
-a bootstrap value: it runs ``first_train_step``, which may skip the target
-values. Algorithms whose targets are all computed beforehand in
-``preprocess_experience`` (PPO) set ``last_row_only_bootstraps = False``:
-then every row is trained and sequences may be one step long.
+restarted worker) leaves a MID step there, with no transition after it.
+The first row is never a bootstrap value: it runs ``first_train_step``,
+which may skip the target values. Algorithms whose targets are all
+computed beforehand in ``preprocess_experience`` (PPO) set
+``last_row_only_bootstraps = False``: then every row is trained and
+sequences may be one step long.
 
 The hooks a method may override and the capabilities it declares with
 them (``bootstrap_step``; ``first_train_step`` with
