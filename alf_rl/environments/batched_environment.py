@@ -18,6 +18,7 @@ No TensorFlow at import time (specs are read lazily from the environments).
 
 import queue
 import threading
+import weakref
 from typing import Any, Callable, List, Optional, Sequence
 
 import numpy as np
@@ -68,13 +69,6 @@ class _StepWatchdog(object):
         self._hung: Optional[str] = None
         self._thread: Optional[threading.Thread] = None
 
-    def _serve(self) -> None:
-        while True:
-            fn = self._calls.get()
-            try:
-                self._results.put((True, fn()))
-            except BaseException as e:  # re-raised in the caller
-                self._results.put((False, e))
 
     def call(self, fn: Callable[[], Any], what: str) -> Any:
         """``fn()`` run on the watchdog thread.
@@ -92,9 +86,13 @@ class _StepWatchdog(object):
         if self._hung is not None:
             raise EnvironmentTimeoutError(self._hung)
         if self._thread is None:
+            # The thread holds the queues only: once this watchdog is
+            # collected (or closed) a None ends it.
             self._thread = threading.Thread(
-                target=self._serve, name='alf_rl-env-watchdog', daemon=True)
+                target=_serve, args=(self._calls, self._results),
+                name='alf_rl-env-watchdog', daemon=True)
             self._thread.start()
+            weakref.finalize(self, self._calls.put, None)
         self._calls.put(fn)
         try:
             ok, value = self._results.get(timeout=self.timeout)
@@ -114,6 +112,24 @@ class _StepWatchdog(object):
     def hung(self) -> Optional[int]:
         """Index of the environment that timed out, or None."""
         return None if self._hung is None else self.current
+
+    def close(self) -> None:
+        """Ends the thread (after the call it is in, if any)."""
+        self._calls.put(None)
+        self._thread = None
+
+
+def _serve(calls: 'queue.SimpleQueue[Any]',
+           results: 'queue.SimpleQueue[Any]') -> None:
+    """The watchdog thread: runs the calls until it gets None."""
+    while True:
+        fn = calls.get()
+        if fn is None:
+            return
+        try:
+            results.put((True, fn()))
+        except BaseException as e:  # re-raised in the caller
+            results.put((False, e))
 
 
 def _structure_of(nest):
@@ -353,6 +369,8 @@ class BatchedPyEnvironment(PyEnvironment):
         if not self._closed:
             self._closed = True
             hung = None if self._watchdog is None else self._watchdog.hung
+            if self._watchdog is not None:
+                self._watchdog.close()
             for i, env in enumerate(self._envs):
                 if i != hung:  # its thread may hold the environment's locks
                     env.close()

@@ -64,6 +64,7 @@ _COMMAND_NAMES = {
 # How often a waiting parent checks that the worker is still alive.
 _POLL_SECONDS = 0.2
 
+
 def _dumps(obj):
     try:
         import cloudpickle

@@ -76,8 +76,14 @@ def test_hung_step_raises_naming_the_environment_and_the_timeout():
 def test_environment_errors_still_come_through_the_watchdog():
     env = _batch(step_timeout=30)
     env.reset()
+    thread = env._watchdog._thread
+    assert thread.name == 'alf_rl-env-watchdog' and thread.is_alive()
     with pytest.raises(ValueError):
         env.step(['not', 'actions'])
+    # Closing the batch ends its thread.
+    env.close()
+    thread.join(timeout=10)
+    assert not thread.is_alive()
 
 
 def test_no_timeout_steps_in_the_calling_thread():
