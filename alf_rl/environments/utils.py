@@ -105,6 +105,16 @@ def _create_tf_environment(env_name, num_parallel_environments, seed,
 
 
 @gin.configurable
+def _check_env_id(env_name: str, env_load_fn: Callable) -> None:
+    """Fails on an id unknown to gymnasium or ALE before any worker starts
+    (also for ``functools.partial(suite_gym.load, ...)``, e.g. gym_load_fn's
+    wrapped loader)."""
+    if _base_loader(env_load_fn) is suite_gym.load:
+        suite_gym.check_env_id(env_name)
+    if _base_loader(env_load_fn) is suite_atari.load:
+        suite_atari.check_env_id(env_name)
+
+
 def create_environment(env_name: str = 'CartPole-v1',
                        num_parallel_environments: int = 1,
                        seed: Optional[int] = None,
@@ -148,10 +158,12 @@ def create_environment(env_name: str = 'CartPole-v1',
         render_mode: passed to ``env_load_fn`` when not ``None`` (the 'tf'
             backend renders env 0 with gymnasium's renderer on demand).
         backend: 'gym' or 'tf'.
-        step_timeout: with ``use_subprocess``: seconds a worker may take to
-            answer a step (or reset) before training stops with an error
-            naming the environment, the worker's pid and the time waited
-            (default 60; ``None``: wait as long as the worker lives).
+        step_timeout: seconds an environment may take for a step (or
+            reset) before training stops with an error naming the
+            environment and the time waited (default 60; ``None``: wait for
+            ever). With ``use_subprocess`` the error also names the
+            worker's pid; in-process, the environments are then stepped on
+            a watchdog thread (``BatchedPyEnvironment``).
         check_finite: check every reward, discount and float observation
             for NaN/Inf and stop at the first one with an error naming the
             leaf, the environment (index and ``env_name``) and the
@@ -194,12 +206,7 @@ def create_environment(env_name: str = 'CartPole-v1',
         return _create_tf_environment(env_name, num_parallel_environments,
                                       seed, use_subprocess, env_load_fn,
                                       max_episode_steps, check_finite)
-    # Also for functools.partial(suite_gym.load, ...) (e.g. gym_load_fn's
-    # wrapped loader): fail on an unknown id before any worker starts.
-    if _base_loader(env_load_fn) is suite_gym.load:
-        suite_gym.check_env_id(env_name)
-    if _base_loader(env_load_fn) is suite_atari.load:
-        suite_atari.check_env_id(env_name)
+    _check_env_id(env_name, env_load_fn)
     if seed is None:
         seed = int(np.random.randint(0, 2**31 - 1 - num_parallel_environments))
     kwargs = {}
@@ -219,6 +226,7 @@ def create_environment(env_name: str = 'CartPole-v1',
                                        step_timeout=step_timeout,
                                        worker_config=worker_config)
     else:
-        py_env = BatchedPyEnvironment([c() for c in constructors])
+        py_env = BatchedPyEnvironment([c() for c in constructors],
+                                      step_timeout=step_timeout)
     return TFPyEnvironment(py_env, check_finite=check_finite,
                            env_name=env_name)
