@@ -49,8 +49,11 @@ GAMES: Dict[str, Type[MinAtarGame]] = {
 }
 
 #: The ids ``load`` accepts.
-SUPPORTED_ENVIRONMENTS = tuple('MinAtar/%s-v%d' % (title, version)
-                               for title in GAMES for version in (0, 1))
+SUPPORTED_ENVIRONMENTS = tuple(
+    'MinAtar/%s-v%d' % (title, version)
+    for title in GAMES
+    for version in (0, 1)
+)
 
 
 class MinAtarDynamics(object):
@@ -69,35 +72,47 @@ class MinAtarDynamics(object):
         sticky_action_prob: probability of repeating the previous action.
     """
 
-    def __init__(self, game: MinAtarGame, use_minimal_action_set: bool,
-                 sticky_action_prob: float):
+    def __init__(
+        self,
+        game: MinAtarGame,
+        use_minimal_action_set: bool,
+        sticky_action_prob: float,
+    ):
         if not 0.0 <= sticky_action_prob <= 1.0:
-            raise ValueError("sticky_action_prob must be in [0, 1], got %r" %
-                             (sticky_action_prob, ))
+            raise ValueError(
+                "sticky_action_prob must be in [0, 1], got %r"
+                % (sticky_action_prob,)
+            )
         self.game = game
         self.sticky_action_prob = float(sticky_action_prob)
-        actions = (game.minimal_actions if use_minimal_action_set else
-                   tuple(range(6)))
+        actions = (
+            game.minimal_actions if use_minimal_action_set else tuple(range(6))
+        )
         self._actions = tf.constant(actions, tf.int32)
         self.num_actions = len(actions)
         self.num_step_draws = 1 + game.num_step_draws
         self.num_reset_draws = game.num_reset_draws
         self.observation_spec = BoundedTensorSpec(
-            (SIZE, SIZE, len(game.channels)), tf.bool, False, True,
-            'observation')
-        self.action_spec = BoundedTensorSpec((), tf.int64, 0,
-                                             self.num_actions - 1, 'action')
+            (SIZE, SIZE, len(game.channels)),
+            tf.bool,
+            False,
+            True,
+            'observation',
+        )
+        self.action_spec = BoundedTensorSpec(
+            (), tf.int64, 0, self.num_actions - 1, 'action'
+        )
 
-    def initial_state(self, draws: tf.Tensor,
-                      last_action: tf.Tensor) -> State:
+    def initial_state(self, draws: tf.Tensor, last_action: tf.Tensor) -> State:
         """The game's ``initial_state(draws)`` with ``last_action`` [B]
         int32 (kept over resets, as MinAtar's ``Environment`` does)."""
         state = dict(self.game.initial_state(draws))
         state['last_action'] = last_action
         return state
 
-    def transition(self, state: State, action: tf.Tensor,
-                   draws: tf.Tensor) -> Tuple[State, tf.Tensor, tf.Tensor]:
+    def transition(
+        self, state: State, action: tf.Tensor, draws: tf.Tensor
+    ) -> Tuple[State, tf.Tensor, tf.Tensor]:
         """MinAtar's ``Environment.act``: sticky action, then the game.
 
         Args:
@@ -114,23 +129,29 @@ class MinAtarDynamics(object):
         sticky = draws[:, 0] < self.sticky_action_prob
         action = tf.where(sticky, state['last_action'], action)
         game_state = {k: v for k, v in state.items() if k != 'last_action'}
-        game_state, reward, terminal = self.game.step(game_state, action,
-                                                      draws[:, 1:])
+        game_state, reward, terminal = self.game.step(
+            game_state, action, draws[:, 1:]
+        )
         game_state['last_action'] = action
         return game_state, reward, terminal
 
     def observation(self, state: State) -> tf.Tensor:
         """[B, 10, 10, C] bool observations."""
         return self.game.observation(
-            {k: v for k, v in state.items() if k != 'last_action'})
+            {k: v for k, v in state.items() if k != 'last_action'}
+        )
 
 
 def _check_int(name: str, value: object, minimum: int) -> int:
     """``value`` as an int >= ``minimum``, else a one-line ValueError."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) \
-            or value < minimum:
-        raise ValueError("%s must be an int >= %d, got %r" %
-                         (name, minimum, value))
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, np.integer))
+        or value < minimum
+    ):
+        raise ValueError(
+            "%s must be an int >= %d, got %r" % (name, minimum, value)
+        )
     return int(value)
 
 
@@ -155,29 +176,44 @@ class MinAtarEnvironment(TFEnvironment):
             0 for none (MinAtar's default).
     """
 
-    def __init__(self, dynamics: MinAtarDynamics, batch_size: int,
-                 seed: Optional[int] = None,
-                 max_episode_steps: Optional[int] = None):
+    def __init__(
+        self,
+        dynamics: MinAtarDynamics,
+        batch_size: int,
+        seed: Optional[int] = None,
+        max_episode_steps: Optional[int] = None,
+    ):
         b = _check_int('batch_size', batch_size, 1)
-        seed = random.getrandbits(63) if seed is None else _check_int(
-            'seed', seed, -2**63)
+        seed = (
+            random.getrandbits(63)
+            if seed is None
+            else _check_int('seed', seed, -(2**63))
+        )
         limit = _check_int('max_episode_steps', max_episode_steps or 0, 0)
         super().__init__(
             time_step_spec(dynamics.observation_spec, dynamics.action_spec),
-            dynamics.action_spec, b)
+            dynamics.action_spec,
+            b,
+        )
         self._dynamics = dynamics
         self._seed = int(seed) % 2**63
         self._max_episode_steps = limit or None
         start = dynamics.initial_state(
-            tf.zeros([b, dynamics.num_reset_draws]), tf.zeros([b], tf.int32))
-        self._state = {k: tf.Variable(v, trainable=False, name=k)
-                       for k, v in start.items()}
-        self._steps = tf.Variable(tf.zeros([b], tf.int32), trainable=False,
-                                  name='episode_steps')
-        self._done = tf.Variable(tf.ones([b], tf.bool), trainable=False,
-                                 name='done')
-        self._counter = tf.Variable(tf.zeros([], tf.int64), trainable=False,
-                                    name='rng_counter')
+            tf.zeros([b, dynamics.num_reset_draws]), tf.zeros([b], tf.int32)
+        )
+        self._state = {
+            k: tf.Variable(v, trainable=False, name=k)
+            for k, v in start.items()
+        }
+        self._steps = tf.Variable(
+            tf.zeros([b], tf.int32), trainable=False, name='episode_steps'
+        )
+        self._done = tf.Variable(
+            tf.ones([b], tf.bool), trainable=False, name='done'
+        )
+        self._counter = tf.Variable(
+            tf.zeros([], tf.int64), trainable=False, name='rng_counter'
+        )
         self._env_id = tf.range(b, dtype=tf.int32)
         self._checkpoint_state = tf.Module(name='environment_state')
         self._checkpoint_state.game = dict(self._state)
@@ -223,58 +259,71 @@ class MinAtarEnvironment(TFEnvironment):
         b = self._batch_size
         state = self._dynamics.initial_state(
             self._draws(self._dynamics.num_reset_draws),
-            self._state['last_action'].value())
+            self._state['last_action'].value(),
+        )
         self._assign(state)
         self._steps.assign(tf.zeros([b], tf.int32))
         self._done.assign(tf.zeros([b], tf.bool))
-        return TimeStep(step_type=tf.fill([b], StepType.FIRST),
-                        reward=tf.zeros([b], tf.float32),
-                        discount=tf.ones([b], tf.float32),
-                        observation=self._dynamics.observation(state),
-                        prev_action=tf.zeros([b], tf.int64),
-                        env_id=self._env_id)
+        return TimeStep(
+            step_type=tf.fill([b], StepType.FIRST),
+            reward=tf.zeros([b], tf.float32),
+            discount=tf.ones([b], tf.float32),
+            observation=self._dynamics.observation(state),
+            prev_action=tf.zeros([b], tf.int64),
+            env_id=self._env_id,
+        )
 
     def _step(self, action: tf.Tensor) -> TimeStep:
         if tf.executing_eagerly():
             _check_actions(action, self._dynamics.num_actions)
         dynamics = self._dynamics
         done = self._done.value()
-        draws = self._draws(dynamics.num_step_draws +
-                            dynamics.num_reset_draws)
+        draws = self._draws(dynamics.num_step_draws + dynamics.num_reset_draws)
         state = self.game_state()
         next_state, reward, terminated = dynamics.transition(
-            state, action, draws[:, :dynamics.num_step_draws])
+            state, action, draws[:, : dynamics.num_step_draws]
+        )
         fresh = dynamics.initial_state(
-            draws[:, dynamics.num_step_draws:], state['last_action'])
+            draws[:, dynamics.num_step_draws :], state['last_action']
+        )
         next_state = {
-            k: tf.where(tf.reshape(done, [-1] + [1] * (v.shape.rank - 1)),
-                        fresh[k], v)
+            k: tf.where(
+                tf.reshape(done, [-1] + [1] * (v.shape.rank - 1)), fresh[k], v
+            )
             for k, v in next_state.items()
         }
         return self._finish(next_state, reward, terminated, done, action)
 
-    def _finish(self, next_state: State, reward: tf.Tensor,
-                terminated: tf.Tensor, done: tf.Tensor,
-                action: tf.Tensor) -> TimeStep:
+    def _finish(
+        self,
+        next_state: State,
+        reward: tf.Tensor,
+        terminated: tf.Tensor,
+        done: tf.Tensor,
+        action: tf.Tensor,
+    ) -> TimeStep:
         """Time limit, step types and variable updates of ``_step``."""
         steps = tf.where(done, 0, self._steps + 1)
         running = tf.logical_not(done)
         terminated = tf.logical_and(running, terminated)
         last = terminated
         if self._max_episode_steps is not None:
-            last = tf.logical_or(last, tf.logical_and(
-                running, steps >= self._max_episode_steps))
+            last = tf.logical_or(
+                last, tf.logical_and(running, steps >= self._max_episode_steps)
+            )
         self._assign(next_state)
         self._steps.assign(steps)
         self._done.assign(last)
         return TimeStep(
-            step_type=tf.where(done, StepType.FIRST,
-                               StepType.MID + tf.cast(last, tf.int32)),
+            step_type=tf.where(
+                done, StepType.FIRST, StepType.MID + tf.cast(last, tf.int32)
+            ),
             reward=tf.where(done, 0.0, reward),
             discount=tf.where(terminated, 0.0, 1.0),
             observation=self._dynamics.observation(next_state),
             prev_action=tf.where(done, tf.zeros_like(action), action),
-            env_id=self._env_id)
+            env_id=self._env_id,
+        )
 
 
 def _check_actions(action: tf.Tensor, num_actions: int) -> None:
@@ -287,13 +336,18 @@ def _check_actions(action: tf.Tensor, num_actions: int) -> None:
         raise ValueError(
             "action: value %r at env %d outside action_spec bounds [0, %d] "
             "-- check the policy's output or clip it with "
-            "specs.cast_and_clip_to_spec" % (a[i].item(), i, num_actions - 1))
+            "specs.cast_and_clip_to_spec" % (a[i].item(), i, num_actions - 1)
+        )
 
 
-def load(name: str, batch_size: int, seed: Optional[int] = None,
-         max_episode_steps: Optional[int] = None,
-         sticky_action_prob: float = 0.1,
-         difficulty_ramping: bool = True) -> MinAtarEnvironment:
+def load(
+    name: str,
+    batch_size: int,
+    seed: Optional[int] = None,
+    max_episode_steps: Optional[int] = None,
+    sticky_action_prob: float = 0.1,
+    difficulty_ramping: bool = True,
+) -> MinAtarEnvironment:
     """A batch of MinAtar games in TF ops.
 
     Args:
@@ -316,10 +370,12 @@ def load(name: str, batch_size: int, seed: Optional[int] = None,
     """
     match = re.fullmatch(r'MinAtar/(\w+)-v([01])', str(name))
     if not match or match.group(1) not in GAMES:
-        raise ValueError("suite_minatar has no environment %r; supported "
-                         "are %s" % (name, ', '.join(SUPPORTED_ENVIRONMENTS)))
+        raise ValueError(
+            "suite_minatar has no environment %r; supported "
+            "are %s" % (name, ', '.join(SUPPORTED_ENVIRONMENTS))
+        )
     game = GAMES[match.group(1)](ramping=difficulty_ramping)
-    dynamics = MinAtarDynamics(game, match.group(2) == '1',
-                               sticky_action_prob)
-    return MinAtarEnvironment(dynamics, batch_size, seed=seed,
-                              max_episode_steps=max_episode_steps)
+    dynamics = MinAtarDynamics(game, match.group(2) == '1', sticky_action_prob)
+    return MinAtarEnvironment(
+        dynamics, batch_size, seed=seed, max_episode_steps=max_episode_steps
+    )

@@ -12,9 +12,19 @@ from typing import Tuple
 
 import tensorflow as tf
 
-from alf_rl.environments.minatar.game import (DOWN, LEFT, RIGHT, UP,
-                                              MinAtarGame, State, cells,
-                                              paint, randint, stack_channels)
+from alf_rl.environments.minatar.game import (
+    NOOP,
+    DOWN,
+    LEFT,
+    RIGHT,
+    UP,
+    MinAtarGame,
+    State,
+    cells,
+    paint,
+    randint,
+    stack_channels,
+)
 
 _RAMP_INTERVAL = 100
 _SPAWN_SPEED = 10
@@ -23,14 +33,33 @@ _SLOTS = 8
 _ROWS = tf.range(1, _SLOTS + 1)
 
 
-def _move_player(x: tf.Tensor, y: tf.Tensor,
-                 action: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
+def _move_player(
+    x: tf.Tensor, y: tf.Tensor, action: tf.Tensor
+) -> Tuple[tf.Tensor, tf.Tensor]:
     """The player's (x, y) [B] int32 after ``action`` [B]."""
-    x = tf.where(tf.equal(action, LEFT), tf.maximum(x - 1, 0),
-                 tf.where(tf.equal(action, RIGHT), tf.minimum(x + 1, 9), x))
-    y = tf.where(tf.equal(action, UP), tf.maximum(y - 1, 1),
-                 tf.where(tf.equal(action, DOWN), tf.minimum(y + 1, 8), y))
+    x = tf.where(
+        tf.equal(action, LEFT),
+        tf.maximum(x - 1, 0),
+        tf.where(tf.equal(action, RIGHT), tf.minimum(x + 1, 9), x),
+    )
+    y = tf.where(
+        tf.equal(action, UP),
+        tf.maximum(y - 1, 1),
+        tf.where(tf.equal(action, DOWN), tf.minimum(y + 1, 8), y),
+    )
     return x, y
+
+
+def _contact(
+    alive: tf.Tensor, gold: tf.Tensor, at: tf.Tensor
+) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """Entities [B, 8] ``alive`` that are ``at`` the player: gold is picked
+    up (removed, +1), an enemy ends the episode. Returns ``alive``, the
+    picked gold and the touching enemies, each [B, 8] bool."""
+    touch = tf.logical_and(alive, at)
+    picked = tf.logical_and(touch, gold)
+    enemy = tf.logical_and(touch, tf.logical_not(gold))
+    return tf.logical_and(alive, tf.logical_not(picked)), picked, enemy
 
 
 def _spawn(state: State, draws: tf.Tensor) -> State:
@@ -42,17 +71,19 @@ def _spawn(state: State, draws: tf.Tensor) -> State:
     gold = draws[:, 1] < 1.0 / 3.0
     free = tf.logical_not(alive)
     num_free = tf.reduce_sum(tf.cast(free, tf.int32), axis=1)
-    k = tf.cast(tf.floor(draws[:, 2] * tf.cast(num_free, tf.float32)),
-                tf.int32)
+    k = randint(draws[:, 2], num_free)
     rank = tf.cumsum(tf.cast(free, tf.int32), axis=1) - 1
-    new = tf.logical_and(tf.logical_and(free, tf.equal(rank, k[:, None])),
-                         now[:, None])
-    return dict(state, alive=tf.logical_or(alive, new),
-                x=tf.where(new, tf.where(lr, 0, 9)[:, None], state['x']),
-                lr=tf.where(new, lr[:, None], state['lr']),
-                gold=tf.where(new, gold[:, None], state['gold']),
-                spawn_timer=tf.where(now, state['spawn_speed'],
-                                     state['spawn_timer']))
+    new = tf.logical_and(
+        tf.logical_and(free, tf.equal(rank, k[:, None])), now[:, None]
+    )
+    return dict(
+        state,
+        alive=tf.logical_or(alive, new),
+        x=tf.where(new, tf.where(lr, 0, 9)[:, None], state['x']),
+        lr=tf.where(new, lr[:, None], state['lr']),
+        gold=tf.where(new, gold[:, None], state['gold']),
+        spawn_timer=tf.where(now, state['spawn_speed'], state['spawn_timer']),
+    )
 
 
 def _ramp(state: State) -> State:
@@ -64,14 +95,20 @@ def _ramp(state: State) -> State:
     wait = timer >= 0
     ramp = tf.logical_and(active, tf.logical_not(wait))
     slower_move = tf.logical_and(
-        ramp, tf.logical_and(move_speed > 1, tf.equal(index % 2, 1)))
-    return dict(state,
-                move_speed=move_speed - tf.cast(slower_move, tf.int32),
-                spawn_speed=spawn_speed - tf.cast(
-                    tf.logical_and(ramp, spawn_speed > 1), tf.int32),
-                ramp_index=index + tf.cast(ramp, tf.int32),
-                ramp_timer=tf.where(ramp, _RAMP_INTERVAL, tf.where(
-                    tf.logical_and(active, wait), timer - 1, timer)))
+        ramp, tf.logical_and(move_speed > 1, tf.equal(index % 2, 1))
+    )
+    return dict(
+        state,
+        move_speed=move_speed - tf.cast(slower_move, tf.int32),
+        spawn_speed=spawn_speed
+        - tf.cast(tf.logical_and(ramp, spawn_speed > 1), tf.int32),
+        ramp_index=index + tf.cast(ramp, tf.int32),
+        ramp_timer=tf.where(
+            ramp,
+            _RAMP_INTERVAL,
+            tf.where(tf.logical_and(active, wait), timer - 1, timer),
+        ),
+    )
 
 
 class Asterix(MinAtarGame):
@@ -85,7 +122,7 @@ class Asterix(MinAtarGame):
 
     name = 'asterix'
     channels = ('player', 'enemy', 'trail', 'gold')
-    minimal_actions = (0, LEFT, UP, RIGHT, DOWN)
+    minimal_actions = (NOOP, LEFT, UP, RIGHT, DOWN)
     num_step_draws = 3
     num_reset_draws = 0
 
@@ -93,58 +130,75 @@ class Asterix(MinAtarGame):
         """The player at (5, 5), no entities (no randomness)."""
         zeros = tf.zeros([tf.shape(draws)[0]], tf.int32)
         no = tf.zeros([tf.shape(draws)[0], _SLOTS], tf.bool)
-        return dict(player_x=zeros + 5, player_y=zeros + 5,
-                    spawn_speed=zeros + _SPAWN_SPEED,
-                    spawn_timer=zeros + _SPAWN_SPEED,
-                    move_speed=zeros + _MOVE_SPEED,
-                    move_timer=zeros + _MOVE_SPEED,
-                    ramp_timer=zeros + _RAMP_INTERVAL, ramp_index=zeros,
-                    x=tf.zeros_like(no, tf.int32), lr=no, gold=no, alive=no)
+        return dict(
+            player_x=zeros + 5,
+            player_y=zeros + 5,
+            spawn_speed=zeros + _SPAWN_SPEED,
+            spawn_timer=zeros + _SPAWN_SPEED,
+            move_speed=zeros + _MOVE_SPEED,
+            move_timer=zeros + _MOVE_SPEED,
+            ramp_timer=zeros + _RAMP_INTERVAL,
+            ramp_index=zeros,
+            x=tf.zeros_like(no, tf.int32),
+            lr=no,
+            gold=no,
+            alive=no,
+        )
 
-    def step(self, state: State, action: tf.Tensor,
-             draws: tf.Tensor) -> Tuple[State, tf.Tensor, tf.Tensor]:
+    def step(
+        self, state: State, action: tf.Tensor, draws: tf.Tensor
+    ) -> Tuple[State, tf.Tensor, tf.Tensor]:
         """One frame: spawn, player, collisions, entity moves, ramp."""
         state = _spawn(state, draws)
         px, py = _move_player(state['player_x'], state['player_y'], action)
-        x, gold, alive = state['x'], state['gold'], state['alive']
+        x, gold = state['x'], state['gold']
         lane = tf.equal(_ROWS[None], py[:, None])
-        touch = tf.logical_and(alive, tf.logical_and(
-            lane, tf.equal(x, px[:, None])))
-        reward = tf.logical_and(touch, gold)
-        enemy = tf.logical_and(touch, tf.logical_not(gold))
-        alive = tf.logical_and(alive, tf.logical_not(reward))
+        at = tf.logical_and(lane, tf.equal(x, px[:, None]))
+        alive, reward, enemy = _contact(state['alive'], gold, at)
         move = tf.equal(state['move_timer'], 0)
-        moved_x = x + tf.where(state['lr'], 1, -1)
-        x = tf.where(tf.logical_and(move[:, None], alive), moved_x, x)
         moving = tf.logical_and(move[:, None], alive)
-        alive = tf.logical_and(alive, tf.logical_not(tf.logical_and(
-            moving, tf.logical_or(moved_x < 0, moved_x > 9))))
-        touch = tf.logical_and(moving, tf.logical_and(
-            alive, tf.logical_and(lane, tf.equal(x, px[:, None]))))
-        reward = tf.logical_or(reward, tf.logical_and(touch, gold))
-        enemy = tf.logical_or(enemy, tf.logical_and(
-            touch, tf.logical_not(gold)))
-        alive = tf.logical_and(alive, tf.logical_not(
-            tf.logical_and(touch, gold)))
-        state = dict(state, player_x=px, player_y=py, x=x, alive=alive,
-                     spawn_timer=state['spawn_timer'] - 1,
-                     move_timer=tf.where(move, state['move_speed'],
-                                         state['move_timer']) - 1)
+        x = tf.where(moving, x + tf.where(state['lr'], 1, -1), x)
+        gone = tf.logical_and(moving, tf.logical_or(x < 0, x > 9))
+        alive = tf.logical_and(alive, tf.logical_not(gone))
+        at = tf.logical_and(
+            moving, tf.logical_and(lane, tf.equal(x, px[:, None]))
+        )
+        alive, reward_2, enemy_2 = _contact(alive, gold, at)
+        state = dict(
+            state,
+            player_x=px,
+            player_y=py,
+            x=x,
+            alive=alive,
+            spawn_timer=state['spawn_timer'] - 1,
+            move_timer=tf.where(move, state['move_speed'], state['move_timer'])
+            - 1,
+        )
         if self.ramping:
             state = _ramp(state)
-        return (state, tf.reduce_sum(tf.cast(reward, tf.float32), axis=1),
-                tf.reduce_any(enemy, axis=1))
+        reward = tf.cast(reward, tf.float32) + tf.cast(reward_2, tf.float32)
+        return (
+            state,
+            tf.reduce_sum(reward, axis=1),
+            tf.reduce_any(tf.logical_or(enemy, enemy_2), axis=1),
+        )
 
     def observation(self, state: State) -> tf.Tensor:
         """[B, 10, 10, 4] bool: player, enemy, trail, gold."""
-        x, lr, gold, alive = (state['x'], state['lr'], state['gold'],
-                              state['alive'])
+        x, lr, gold, alive = (
+            state['x'],
+            state['lr'],
+            state['gold'],
+            state['alive'],
+        )
         rows = tf.broadcast_to(_ROWS[None], tf.shape(x))
         back = x - tf.where(lr, 1, -1)
         on_grid = tf.logical_and(alive, tf.logical_and(back >= 0, back <= 9))
-        return stack_channels([
-            cells(state['player_y'], state['player_x']),
-            paint(rows, x, tf.logical_and(alive, tf.logical_not(gold))),
-            paint(rows, back, on_grid),
-            paint(rows, x, tf.logical_and(alive, gold))
-        ])
+        return stack_channels(
+            [
+                cells(state['player_y'], state['player_x']),
+                paint(rows, x, tf.logical_and(alive, tf.logical_not(gold))),
+                paint(rows, back, on_grid),
+                paint(rows, x, tf.logical_and(alive, gold)),
+            ]
+        )

@@ -10,16 +10,15 @@ MinAtar's Python code would draw in that call (``rand()`` as is,
 numbers (``tests/environments/test_minatar.py``).
 """
 
-from typing import Dict, Sequence, Tuple
+from typing import Dict, Sequence, Tuple, Union
 
 import tensorflow as tf
 
 #: A game state: named [B, ...] int32 or bool tensors.
 State = Dict[str, tf.Tensor]
 
-#: MinAtar's full action set, in its order: no-op, left, up, right, down,
-#: fire. Games see actions as indices into it.
-ACTIONS = ('n', 'l', 'u', 'r', 'd', 'f')
+# MinAtar's full action set, in its order ('n', 'l', 'u', 'r', 'd', 'f'):
+# no-op, left, up, right, down, fire. Games see actions as indices into it.
 NOOP, LEFT, UP, RIGHT, DOWN, FIRE = range(6)
 
 #: The grid is 10 x 10 cells.
@@ -32,7 +31,7 @@ class MinAtarGame(object):
     Attributes:
         name: MinAtar's module name, e.g. ``'breakout'``.
         channels: the names of the observation channels, in order.
-        minimal_actions: indices (into ``ACTIONS``) of MinAtar's minimal
+        minimal_actions: indices (into the full action set) of MinAtar's minimal
             action set for the game.
         num_step_draws: uniform numbers ``step`` consumes per environment.
         num_reset_draws: uniform numbers ``initial_state`` consumes.
@@ -63,13 +62,14 @@ class MinAtarGame(object):
         """
         raise NotImplementedError()
 
-    def step(self, state: State, action: tf.Tensor,
-             draws: tf.Tensor) -> Tuple[State, tf.Tensor, tf.Tensor]:
+    def step(
+        self, state: State, action: tf.Tensor, draws: tf.Tensor
+    ) -> Tuple[State, tf.Tensor, tf.Tensor]:
         """One frame of MinAtar's ``Env.act`` (after sticky actions).
 
         Args:
             state: the state dict, [B, ...] tensors.
-            action: [B] int32 indices into ``ACTIONS``.
+            action: [B] int32 indices into MinAtar's full action set.
             draws: [B, num_step_draws] float32 in [0, 1).
 
         Returns:
@@ -90,18 +90,18 @@ class MinAtarGame(object):
         raise NotImplementedError()
 
 
-def randint(u: tf.Tensor, n: int) -> tf.Tensor:
+def randint(u: tf.Tensor, n: Union[int, tf.Tensor]) -> tf.Tensor:
     """``floor(u * n)`` in float32, as int32: ``randint(n)`` from a
     uniform ``u``.
 
     Args:
         u: [...] float32 in [0, 1).
-        n: the number of outcomes.
+        n: the number of outcomes, an int or a [...] int32 tensor.
 
     Returns:
         [...] int32 in [0, n).
     """
-    return tf.cast(tf.floor(u * float(n)), tf.int32)
+    return tf.cast(tf.floor(u * tf.cast(n, tf.float32)), tf.int32)
 
 
 def cells(row: tf.Tensor, col: tf.Tensor) -> tf.Tensor:
@@ -114,8 +114,9 @@ def cells(row: tf.Tensor, col: tf.Tensor) -> tf.Tensor:
     Returns:
         [..., 100] bool, True at ``row * 10 + col``.
     """
-    return tf.cast(tf.one_hot(row * SIZE + col, SIZE * SIZE, dtype=tf.int8),
-                   tf.bool)
+    return tf.cast(
+        tf.one_hot(row * SIZE + col, SIZE * SIZE, dtype=tf.int8), tf.bool
+    )
 
 
 def paint(row: tf.Tensor, col: tf.Tensor, valid: tf.Tensor) -> tf.Tensor:
@@ -158,3 +159,15 @@ def pick(table: Sequence[int], index: tf.Tensor) -> tf.Tensor:
         [...] int32.
     """
     return tf.gather(tf.constant(table, tf.int32), index)
+
+
+def move_horizontally(x: tf.Tensor, action: tf.Tensor) -> tf.Tensor:
+    """Column ``x`` [B] int32 after ``action`` [B]: one left or right,
+    within the grid (other actions leave it)."""
+    left = tf.maximum(x - 1, 0)
+    right = tf.minimum(x + 1, SIZE - 1)
+    return tf.where(
+        tf.equal(action, LEFT),
+        left,
+        tf.where(tf.equal(action, RIGHT), right, x),
+    )
