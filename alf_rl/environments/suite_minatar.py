@@ -5,14 +5,15 @@ whose whole ``reset``/``step`` is TensorFlow ops on ``tf.Variable`` state,
 like ``suite_tf``'s, so thousands of games run inside one
 ``tf.while_loop``, also under ``tf.function(jit_compile=True)``.
 
-Games: Breakout, Freeway, Asterix, SpaceInvaders (MinAtar 1.0.15's rules;
-Seaquest is not implemented). Ids follow MinAtar's gymnasium registration:
+Games: Breakout, Freeway, Asterix, SpaceInvaders and Seaquest (MinAtar
+1.0.15's rules). Ids follow MinAtar's gymnasium registration:
 ``MinAtar/<Game>-v0`` has the full action set of 6 (no-op, left, up, right,
 down, fire), ``MinAtar/<Game>-v1`` the game's minimal set. Observations are
 [10, 10, C] bool, MinAtar's channels. As MinAtar's ``Environment``: with
 probability ``sticky_action_prob`` (0.1) the previous frame's action is
 repeated instead of the agent's (the previous action carries over a reset,
-as in MinAtar), and difficulty ramps up in Asterix and SpaceInvaders.
+as in MinAtar), and difficulty ramps up in Asterix, SpaceInvaders and
+Seaquest.
 Rewards are float32; MinAtar has no time limit (Freeway ends itself after
 2500 frames).
 
@@ -35,6 +36,7 @@ from alf_rl.environments.minatar.asterix import Asterix
 from alf_rl.environments.minatar.breakout import Breakout
 from alf_rl.environments.minatar.freeway import Freeway
 from alf_rl.environments.minatar.game import SIZE, MinAtarGame, State
+from alf_rl.environments.minatar.seaquest import Seaquest
 from alf_rl.environments.minatar.space_invaders import SpaceInvaders
 from alf_rl.environments.suite_tf import stateless_uniform
 from alf_rl.environments.tf_environment import TFEnvironment
@@ -46,6 +48,7 @@ GAMES: Dict[str, Type[MinAtarGame]] = {
     'Freeway': Freeway,
     'Asterix': Asterix,
     'SpaceInvaders': SpaceInvaders,
+    'Seaquest': Seaquest,
 }
 
 #: The ids ``load`` accepts.
@@ -359,7 +362,7 @@ def load(
         sticky_action_prob: MinAtar's probability of repeating the
             previous action (0.1).
         difficulty_ramping: MinAtar's difficulty ramp (Asterix,
-            SpaceInvaders).
+            SpaceInvaders, Seaquest).
 
     Returns:
         A ``MinAtarEnvironment``: observations [B, 10, 10, C] bool, actions

@@ -39,7 +39,7 @@ def _full_wall(batch_size: tf.Tensor) -> tf.Tensor:
     row = tf.constant(
         [r in (1, 2, 3) for r in range(SIZE) for _ in range(SIZE)]
     )
-    return tf.tile(row[None], [batch_size, 1])
+    return tf.broadcast_to(row[None], [batch_size, SIZE * SIZE])
 
 
 def _strike(
