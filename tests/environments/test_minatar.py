@@ -353,3 +353,22 @@ def test_load_errors_and_suite_tf_registration():
     env = suite_tf.load('MinAtar/Freeway-v1', 2, seed=0)
     assert isinstance(env, suite_minatar.MinAtarEnvironment)
     assert env.observation_spec().shape == (10, 10, 7)
+
+
+def test_checkpoint_restores_games_exactly(tmp_path):
+    env = suite_minatar.load('MinAtar/Seaquest-v0', 4, seed=2)
+    env.reset()
+    actions = [
+        tf.constant([t % 6, 5, 2, (t * 5) % 6], tf.int64) for t in range(16)
+    ]
+    for a in actions[:6]:
+        env.step(a)
+    checkpoint = tf.train.Checkpoint(env=env.checkpoint_state())
+    path = checkpoint.save(str(tmp_path / 'env'))
+    first = [env.step(a) for a in actions[6:]]
+    checkpoint.restore(path)
+    second = [env.step(a) for a in actions[6:]]
+    for x, y in zip(first, second):
+        np.testing.assert_array_equal(x.observation, y.observation)
+        np.testing.assert_array_equal(x.reward, y.reward)
+        np.testing.assert_array_equal(x.step_type, y.step_type)
