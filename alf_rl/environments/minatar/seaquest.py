@@ -12,12 +12,17 @@ enemy_sub, oxygen_guage, diver_guage, diver. As MinAtar's ``seaquest.py``,
 quirks included (surfacing with 6 divers leaves -1).
 
 MinAtar keeps Python lists; here each is a fixed number of slots, in list
-order (live slots first, compacted after removals), and MinAtar's loops
-over them are unrolled in its order, so ties (two enemies on one cell)
-resolve as in MinAtar. The capacities cannot overflow: an enemy lives at
-most 30 frames and at most one spawns per frame, a submarine has at most
-one live bullet, divers spawn every 31 frames and live at most 61, and the
-player's bullets fly at most 10 frames, fired at most every 5.
+order (live slots first, compacted after removals). MinAtar's loops over
+the player's bullets and the divers are unrolled in its order; in the
+loops over fish and enemy submarines only the friendly bullets they hit
+couple one enemy to the next, and ``_claims`` resolves that at once as the
+loop would, so ties (two enemies on one cell) go as in MinAtar. The
+capacities cannot overflow: an enemy lives at most 30 frames and at most
+one spawns per frame (32 fish, 32 submarines); a submarine fires every 11
+frames and its bullet flies at most 10, so at most one bullet per
+submarine of the last 10 frames is alive (48); divers spawn every 30
+frames and live at most about 60 (4); the player's bullets fly at most 10
+frames, fired at most every 5 (4).
 """
 
 from typing import Dict, Tuple
@@ -38,7 +43,6 @@ from alf_rl.environments.minatar.game import (
     stack_channels,
 )
 
-_RAMP_INTERVAL = 100
 _MAX_OXYGEN = 200
 _SPAWN_SPEED = 20
 _DIVER_SPAWN_SPEED = 30
@@ -50,7 +54,7 @@ _DIVER_MOVE_INTERVAL = 5
 #: Slots per list: (name, capacity, fields besides x, y, alive).
 _LISTS = {
     'fb': (4, ('lr',)),  # friendly bullets (lr: moving right)
-    'eb': (32, ('lr',)),  # enemy bullets
+    'eb': (48, ('lr',)),  # enemy bullets
     'fish': (32, ('lr', 'timer')),
     'subs': (32, ('lr', 'timer', 'shot')),
     'divers': (4, ('lr', 'timer')),
