@@ -106,6 +106,10 @@ class MinAtarDynamics(object):
             (), tf.int64, 0, self.num_actions - 1, 'action'
         )
 
+    # Plain TensorFlow ops without tensor-dependent Python control flow:
+    # autograph is kept out (in one test process that traced every game,
+    # its conversion cache called Seaquest's initial_state for its step).
+    @tf.autograph.experimental.do_not_convert
     def initial_state(self, draws: tf.Tensor, last_action: tf.Tensor) -> State:
         """The game's ``initial_state(draws)`` with ``last_action`` [B]
         int32 (kept over resets, as MinAtar's ``Environment`` does)."""
@@ -113,6 +117,7 @@ class MinAtarDynamics(object):
         state['last_action'] = last_action
         return state
 
+    @tf.autograph.experimental.do_not_convert
     def transition(
         self, state: State, action: tf.Tensor, draws: tf.Tensor
     ) -> Tuple[State, tf.Tensor, tf.Tensor]:
@@ -138,6 +143,7 @@ class MinAtarDynamics(object):
         game_state['last_action'] = action
         return game_state, reward, terminal
 
+    @tf.autograph.experimental.do_not_convert
     def observation(self, state: State) -> tf.Tensor:
         """[B, 10, 10, C] bool observations."""
         return self.game.observation(
