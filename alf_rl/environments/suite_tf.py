@@ -804,7 +804,9 @@ def load(name, batch_size, seed=None, max_episode_steps=None,
 
     Args:
         name: one of ``SUPPORTED_ENVIRONMENTS`` (gymnasium ids),
-            ``'DeepSea-N'`` (``DeepSeaDynamics(N)``) or ``'PointMass'``.
+            ``'DeepSea-N'`` (``DeepSeaDynamics(N)``), ``'PointMass'``, or a
+            MinAtar game ``'MinAtar/<Game>-v0'``/``-v1`` (see
+            ``suite_minatar.load``).
         batch_size: B, the number of environments.
         seed: int seed of the initial states; ``None`` for a random one.
         max_episode_steps: time limit; ``None`` for gymnasium's registered
@@ -821,6 +823,10 @@ def load(name, batch_size, seed=None, max_episode_steps=None,
     Raises:
         ValueError: for an unsupported ``name`` or a bad argument.
     """
+    if str(name).startswith('MinAtar/'):
+        from alf_rl.environments import suite_minatar
+        return suite_minatar.load(name, batch_size, seed=seed,
+                                  max_episode_steps=max_episode_steps)
     deep_sea = re.fullmatch(r'DeepSea-(\d+)', str(name))
     if deep_sea:
         dynamics = DeepSeaDynamics(int(deep_sea.group(1)))
@@ -831,7 +837,8 @@ def load(name, batch_size, seed=None, max_episode_steps=None,
     else:
         raise ValueError(
             "suite_tf has no environment %r; supported are %s and "
-            "DeepSea-N, PointMass (use suite_gym.load for other gymnasium "
+            "DeepSea-N, PointMass, MinAtar/<Game>-v0/v1 (use "
+            "suite_gym.load for other gymnasium "
             "ids)" % (name, ', '.join(SUPPORTED_ENVIRONMENTS)))
     env = TFDynamicsEnvironment(dynamics, batch_size, seed=seed,
                                 max_episode_steps=max_episode_steps)
