@@ -49,8 +49,9 @@ Q, dueling, n-step windows, target updates, prioritized replay, noisy
 heads) is shared; Rainbow is a configuration of these parts. For a
 distributional loss the priority is the row's loss. Noisy heads
 (``noisy=True``) draw new noise as ``noise_resampling`` says: at every
-``rollout`` call (the online network) and at the first row of every update
-(the online and the target network); ``predict`` uses the current noise.
+``rollout`` call (the online network) and after every update, for the next
+one (the online and the target network); ``predict`` uses the current
+noise.
 """
 
 from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
@@ -274,7 +275,7 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
         """
         if self._eval_epsilon == 0.0:
             q_values = self._outputs(self._q_network, time_step.observation,
-                                     'act').q
+                                     'greedy').q
             action = self._to_action(
                 tf.argmax(q_values, axis=-1, output_type=tf.int32))
         else:
@@ -322,7 +323,7 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
         The first row of a sequence is never a bootstrap value (row t's
         n-step target reads rows after t), so its target value is zeros:
         with the usual 2-step sequences, one target-network pass fewer per
-        update. Noisy heads draw this update's noise here.
+        update.
 
         Args:
             exp: ``Experience`` with [B, ...] leaves.
@@ -331,8 +332,6 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
             ``PolicyStep(action [B] greedy, (), DqnInfo)`` whose
             ``target_value`` is zeros.
         """
-        self._resample_noise(
-            'update', [self._q_network, self._target_q_network.network])
         out = self._outputs(self._q_network, exp.observation, 'train')
         q_value = self._taken_q(out.values, exp.action)
         return PolicyStep(action=self._to_action(
@@ -418,10 +417,13 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
                             q_value=self._distribution.mean(info.q_value)))
 
     def after_train(self, training_info: TrainingInfo) -> None:
-        """Updates the target network when due.
+        """Updates the target network when due; noisy heads draw the next
+        update's noise (``noise_resampling`` with ``'update'``).
 
         Args:
             training_info: the ``TrainingInfo`` trained on (unused).
         """
         del training_info
         self._target_updater()
+        self._resample_noise(
+            'update', [self._q_network, self._target_q_network.network])

@@ -23,37 +23,31 @@ With a distributional loss, ``DqnLossInfo.td_error`` (the prioritized
 replay priority) is the per-row loss itself, as in Rainbow.
 """
 
-from typing import Any, Callable, Tuple
+from typing import Any, Callable, NamedTuple, Tuple
 
 import gin
 import tensorflow as tf
 
-from alf_rl.data_structures import namedtuple
 from alf_rl.networks.distributional_q_networks import ImplicitQuantileQNetwork
 from alf_rl.ops import distributional as dist
 from alf_rl.ops.td_targets import n_step_returns
 from alf_rl.utils.common import make_stateless_seed
 
-ValueOutputs = namedtuple(
-    'ValueOutputs',
-    [
-        'values',  # [B, A] or [B, A, N] float32 the network's output
-        'q',  # [B, A] float32 mean Q of every action (acting, argmax)
-        'tau',  # [B, N] float32 IQN's sampled fractions; () otherwise
-    ],
-    default_value=(),
-)
 
-# ``loss(info, reward, discount, step_type, gamma, td_error_loss_fn)``
-# takes [T, B] tensors and a ``DqnInfo`` of [T, B, ...] tensors.
-LossFn = Callable[..., Tuple[tf.Tensor, tf.Tensor]]
+class ValueOutputs(NamedTuple):
+    """A Q network's output read by a ``ValueDistribution``."""
+
+    values: tf.Tensor  # [B, A] or [B, A, N] float32 the network's output
+    q: tf.Tensor  # [B, A] float32 mean Q of every action (acting, argmax)
+    tau: Any = ()  # [B, N] float32 IQN's sampled fractions; () otherwise
 
 
 class ValueDistribution(object):
     """Base: the scalar Q of DQN (see ``ScalarValues``).
 
-    Purposes of ``outputs``: ``'act'`` (rollout, predict), ``'train'`` (the
-    online network in training rows), ``'target'`` (the target network).
+    Purposes of ``outputs``: ``'act'`` (rollout, ε-greedy predict),
+    ``'greedy'`` (greedy predict), ``'train'`` (the online network in
+    training rows), ``'target'`` (the target network).
     """
 
     def check_network(self, owner: str, network: Any) -> None:
@@ -83,7 +77,7 @@ class ValueDistribution(object):
         Args:
             network: the online or target Q network.
             observation: nest of [B, ...] tensors.
-            purpose: ``'act'``, ``'train'`` or ``'target'``.
+            purpose: ``'act'``, ``'greedy'``, ``'train'`` or ``'target'``.
         Returns:
             ``ValueOutputs`` with [B, A] ``q``.
         """
@@ -300,11 +294,17 @@ class ImplicitQuantileValues(QuantileValues):
     def outputs(
         self, network: Any, observation: Any, purpose: str
     ) -> ValueOutputs:
-        """Quantiles at fresh fractions (count by ``purpose``)."""
+        """Quantiles at fresh fractions (count by ``purpose``); for
+        ``'greedy'`` at the K fixed midpoints ``(2i + 1) / 2K`` instead, a
+        deterministic estimate of the mean (``predict``, export)."""
         batch = tf.shape(tf.nest.flatten(observation)[0])[0]
-        tau = tf.random.stateless_uniform(
-            [batch, self._samples[purpose]], make_stateless_seed()
-        )
+        if purpose == 'greedy':
+            k = self._samples['act']
+            tau = tf.broadcast_to(dist.quantile_midpoints(k), [batch, k])
+        else:
+            tau = tf.random.stateless_uniform(
+                [batch, self._samples[purpose]], make_stateless_seed()
+            )
         values, _ = network(observation, tau=tau)
         return ValueOutputs(values=values, q=self.mean(values), tau=tau)
 
