@@ -13,6 +13,13 @@ from alf_rl.algorithms.dqn_algorithm import DqnAlgorithm
 from alf_rl.algorithms.bc_algorithm import BcAlgorithm
 from alf_rl.algorithms.cql_algorithm import CqlSacAlgorithm
 from alf_rl.algorithms.iql_algorithm import IqlAlgorithm
+from alf_rl.algorithms.value_distributions import (
+    CategoricalValues,
+    ImplicitQuantileValues,
+    QuantileValues,
+    ScalarValues,
+    ValueDistribution,
+)
 from alf_rl.algorithms.sarsa_algorithm import SarsaAlgorithm
 from alf_rl.algorithms.ppo_loss import PPOLoss
 from alf_rl.algorithms.ppo_algorithm import PPOAlgorithm

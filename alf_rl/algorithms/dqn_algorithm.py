@@ -38,9 +38,23 @@ Deviations / choices:
   (``train(..., sample_weights=w)`` multiplies them into the [T, B] loss
   mask); a caller computing the loss itself can pass them to ``calc_loss``
   (``importance_weights``) instead, not both.
+
+The value family: ``value_distribution`` decides what the network
+predicts about the return and how it is trained (``ScalarValues``: DQN;
+``CategoricalValues``: C51; ``QuantileValues``: QR-DQN;
+``ImplicitQuantileValues``: IQN; see
+``alf_rl.algorithms.value_distributions``), with the matching head from
+``alf_rl.networks.distributional_q_networks``. The rest (ε-greedy, double
+Q, dueling, n-step windows, target updates, prioritized replay, noisy
+heads) is shared; Rainbow is a configuration of these parts. For a
+distributional loss the priority is the row's loss. Noisy heads
+(``noisy=True``) draw new noise as ``noise_resampling`` says: at every
+``rollout`` call (the online network) and after every update, for the next
+one (the online and the target network); ``predict`` uses the current
+noise.
 """
 
-from typing import Any, Callable, List, Optional, Sequence, Union
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 import gin
 import tensorflow as tf
@@ -49,6 +63,9 @@ from alf_rl.algorithms.config_checks import (check_unit_interval,
                                              reject_retired_arguments)
 from alf_rl.algorithms.off_policy_algorithm import OffPolicyAlgorithm
 from alf_rl.algorithms.replay_training import TDErrorPriority
+from alf_rl.algorithms.value_distributions import (ScalarValues,
+                                                   ValueDistribution,
+                                                   ValueOutputs)
 from alf_rl.data_structures import (Experience, LossInfo, PolicyStep,
                                     TimeStep, TrainingInfo, namedtuple)
 from alf_rl.networks import QNetwork
@@ -56,7 +73,6 @@ from alf_rl.networks.target_network import PeriodicSoftUpdate, TargetNetwork
 from alf_rl.ops import losses
 from alf_rl.ops.exploration import epsilon_greedy_action
 from alf_rl.ops.masks import pad_last_row
-from alf_rl.ops.td_targets import n_step_returns
 from alf_rl.specs import is_bounded, is_discrete, num_discrete_actions
 from alf_rl.utils.common import check_feed_forward, make_stateless_seed
 from alf_rl.utils.schedules import LinearSchedule
@@ -67,7 +83,10 @@ DqnInfo = namedtuple(
     'DqnInfo',
     [
         'q_value',  # [B] float32 Q(s_t, a_t) of the action taken (trained)
+        # ([B, N] log-probabilities or quantiles when distributional)
         'target_value',  # [B] float32 v_t = Q_target(s_t, a*) (no gradient)
+        # ([B, N] probabilities, [B, N] or [B, N'] quantiles)
+        'tau',  # [B, N] float32 IQN's fractions of q_value; () otherwise
     ],
     default_value=())
 
@@ -75,9 +94,23 @@ DqnLossInfo = namedtuple(
     'DqnLossInfo',
     [
         'td_error',  # [T, B] float32 G_t - Q(s_t, a_t); 0 on the last row
-        'q_value',  # [T, B] float32 Q(s_t, a_t)
+        'q_value',  # [T, B] float32 Q(s_t, a_t) (the mean if distributional)
     ],
     default_value=())
+
+
+_RESAMPLING_EVENTS = ('rollout', 'update')
+
+
+def _check_resampling(name: str, events: Sequence[str]) -> Tuple[str, ...]:
+    """``noise_resampling`` validated: a subset of ``_RESAMPLING_EVENTS``."""
+    if isinstance(events, str):
+        events = (events, )
+    unknown = [e for e in events if e not in _RESAMPLING_EVENTS]
+    if unknown:
+        raise ValueError("%s: noise_resampling must name events among %s, "
+                         "got %r" % (name, _RESAMPLING_EVENTS, tuple(events)))
+    return tuple(events)
 
 
 def _epsilon_schedule(name: str, epsilon_greedy: Union[float,
@@ -120,6 +153,12 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
             one float for a constant ε.
         epsilon_decay_steps: rollout calls over which ε decays linearly.
         eval_epsilon_greedy: ε used by ``predict`` (0: greedy).
+        value_distribution: a ``ValueDistribution`` (default
+            ``ScalarValues()``; C51, QR-DQN, IQN: see the module doc); the
+            Q network must produce its output.
+        noise_resampling: when noisy heads draw new noise: any of
+            ``'rollout'`` (each rollout call) and ``'update'`` (each
+            update); networks without ``resample_noise`` ignore it.
         tau: Polyak rate of target updates (1: copy).
         target_update_period: update the target every this many updates.
         optimizer: a ``tf_keras`` optimizer for the Q network.
@@ -129,7 +168,8 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
 
     Raises:
         ValueError: ``action_spec`` is not one scalar bounded discrete spec,
-            the Q network is recurrent, or a hyperparameter is out of range.
+            the Q network is recurrent or does not fit
+            ``value_distribution``, or a hyperparameter is out of range.
         TypeError: a retired argument name (``td_loss_fn``,
             ``target_update_tau``).
     """
@@ -146,6 +186,8 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
                  epsilon_greedy: Union[float, Sequence[float]] = (1.0, 0.05),
                  epsilon_decay_steps: int = 10000,
                  eval_epsilon_greedy: float = 0.0,
+                 value_distribution: Optional[ValueDistribution] = None,
+                 noise_resampling: Sequence[str] = ('rollout', 'update'),
                  tau: float = 1.0,
                  target_update_period: int = 100,
                  optimizer: Optional[Any] = None,
@@ -166,6 +208,9 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
         gamma = check_unit_interval(name, 'gamma', gamma)
         q_network = q_network_ctor(observation_spec, action_spec)
         check_feed_forward(name, [q_network])
+        self._distribution = value_distribution or ScalarValues()
+        self._distribution.check_network(name, q_network)
+        self._resampling = _check_resampling(name, noise_resampling)
         super().__init__(observation_spec, action_spec, optimizer=optimizer,
                          name=name, **kwargs)
         self._q_network = q_network
@@ -187,21 +232,40 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
         return self._epsilon(self._rollout_count)
 
     def rollout_owned_variables(self) -> List[tf.Variable]:
-        """The ε schedule's counter of ``rollout`` calls (see
+        """The ε schedule's counter of ``rollout`` calls and, when
+        ``rollout`` resamples it, the online network's noise (see
         ``Algorithm.rollout_owned_variables``)."""
-        return [self._rollout_count]
+        owned = [self._rollout_count]
+        if 'rollout' in self._resampling:
+            owned += [v for layer in getattr(self._q_network,
+                                             'noisy_layers', ())
+                      for v in (layer.epsilon_in, layer.epsilon_out)]
+        return owned
+
+    def _resample_noise(self, event: str, networks: Sequence[Any]) -> None:
+        """Draws new noise for ``networks`` if ``event`` is configured."""
+        if event not in self._resampling:
+            return
+        for net in networks:
+            if hasattr(net, 'resample_noise'):
+                net.resample_noise()
 
     def _to_action(self, index: tf.Tensor) -> tf.Tensor:
         action = tf.cast(index, self.action_spec.dtype)
         return action + tf.cast(self.action_spec.minimum, action.dtype)
 
+    def _outputs(self, network: Any, observation: Nest,
+                 purpose: str) -> ValueOutputs:
+        return self._distribution.outputs(network, observation, purpose)
+
     def _act(self, observation: Nest, epsilon: Any) -> tf.Tensor:
-        q_values, _ = self._q_network(observation)
+        q_values = self._outputs(self._q_network, observation, 'act').q
         index = epsilon_greedy_action(q_values, epsilon, make_stateless_seed())
         return self._to_action(index)
 
     def predict(self, time_step: TimeStep, state: Nest) -> PolicyStep:
-        """Greedy (or ``eval_epsilon_greedy``) action.
+        """Greedy (or ``eval_epsilon_greedy``) action: the argmax of the
+        mean Q.
 
         Args:
             time_step: ``TimeStep`` with [B, ...] leaves.
@@ -210,7 +274,8 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
             ``PolicyStep(action [B] of the spec's dtype, (), ())``.
         """
         if self._eval_epsilon == 0.0:
-            q_values, _ = self._q_network(time_step.observation)
+            q_values = self._outputs(self._q_network, time_step.observation,
+                                     'greedy').q
             action = self._to_action(
                 tf.argmax(q_values, axis=-1, output_type=tf.int32))
         else:
@@ -226,6 +291,7 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
         Returns:
             ``PolicyStep(action [B], (), ())``.
         """
+        self._resample_noise('rollout', [self._q_network])
         count = self._rollout_count.assign_add(1)
         action = self._act(time_step.observation, self._epsilon(count - 1))
         return PolicyStep(action=action, state=state)
@@ -239,16 +305,16 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
         Returns:
             ``PolicyStep(action [B] greedy, (), DqnInfo)``.
         """
-        q_values, _ = self._q_network(exp.observation)
+        out = self._outputs(self._q_network, exp.observation, 'train')
         return self._with_target(exp, state,
-                                 self._taken_q(q_values, exp.action),
-                                 q_values)
+                                 self._taken_q(out.values, exp.action), out)
 
-    def _taken_q(self, q_values, action):
-        """[B] Q of the taken ``action`` [B] from ``q_values`` [B, A]."""
+    def _taken_q(self, values: tf.Tensor, action: tf.Tensor) -> tf.Tensor:
+        """[B] (or [B, N]) values of the taken ``action`` [B] from
+        ``values`` [B, A] (or [B, A, N])."""
         index = tf.cast(action, tf.int32) - tf.cast(self.action_spec.minimum,
                                                     tf.int32)
-        return tf.gather(q_values, index[:, None], batch_dims=1)[:, 0]
+        return tf.gather(values, index[:, None], batch_dims=1)[:, 0]
 
     def first_train_step(self, exp: Experience,
                          state: Nest) -> PolicyStep:
@@ -266,13 +332,16 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
             ``PolicyStep(action [B] greedy, (), DqnInfo)`` whose
             ``target_value`` is zeros.
         """
-        q_values, _ = self._q_network(exp.observation)
-        q_value = self._taken_q(q_values, exp.action)
+        out = self._outputs(self._q_network, exp.observation, 'train')
+        q_value = self._taken_q(out.values, exp.action)
         return PolicyStep(action=self._to_action(
-            tf.argmax(q_values, axis=-1, output_type=tf.int32)),
+            tf.argmax(out.q, axis=-1, output_type=tf.int32)),
                           state=state,
-                          info=DqnInfo(q_value=q_value,
-                                       target_value=tf.zeros_like(q_value)))
+                          info=DqnInfo(
+                              q_value=q_value,
+                              target_value=self._distribution.zero_target(
+                                  q_value),
+                              tau=out.tau))
 
     def bootstrap_step(self, exp: Experience, state: Nest) -> PolicyStep:
         """Only the bootstrap value of the last row of a sequence.
@@ -286,41 +355,49 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
             state: ``()``.
         Returns:
             ``PolicyStep(action [B] greedy, (), DqnInfo)`` whose
-            ``q_value`` is zeros.
+            ``q_value`` (and ``tau``) are zeros.
         """
-        q_values = None
+        out = None
         if self._use_double_q:
-            q_values, _ = self._q_network(exp.observation)
-        return self._with_target(exp, state, None, q_values)
+            out = self._outputs(self._q_network, exp.observation, 'train')
+        return self._with_target(exp, state, None, out)
 
-    def _with_target(self, exp, state, q_value, q_values):
+    def _with_target(self, exp: Experience, state: Nest,
+                     q_value: Optional[tf.Tensor],
+                     out: Optional[ValueOutputs]) -> PolicyStep:
         """``PolicyStep`` of ``train_step``/``bootstrap_step``: the target
         network's value of ``exp.observation`` (at the online network's
-        greedy action, ``q_values`` [B, A], for double Q-learning), with
-        ``q_value`` [B] (zeros if ``None``)."""
-        target_q_values, _ = self._target_q_network(exp.observation)
-        if self._use_double_q:
-            best = tf.argmax(q_values, axis=-1, output_type=tf.int32)
-            target_value = tf.gather(target_q_values, best[:, None],
-                                     batch_dims=1)[:, 0]
-        else:
-            best = tf.argmax(target_q_values, axis=-1, output_type=tf.int32)
-            target_value = tf.reduce_max(target_q_values, axis=-1)
+        greedy action, from ``out``, for double Q-learning), with
+        ``q_value`` [B] ([B, N]; zeros if ``None``)."""
+        target = self._outputs(self._target_q_network, exp.observation,
+                               'target')
+        # Double Q: the online network's greedy action; else the target's
+        # (its value there is max_a Q_target for scalar values).
+        greedy = out.q if self._use_double_q and out is not None else target.q
+        best = tf.argmax(greedy, axis=-1, output_type=tf.int32)
+        target_value = self._distribution.to_target(
+            self._taken_q(target.values, best))
+        tau = out.tau if out is not None else ()
         if q_value is None:
-            q_value = tf.zeros_like(target_value)
+            q_value, tau = self._distribution.zero_prediction(target_value)
         return PolicyStep(action=self._to_action(best),
                           state=state,
                           info=DqnInfo(
                               q_value=q_value,
-                              target_value=tf.stop_gradient(target_value)))
+                              target_value=tf.stop_gradient(target_value),
+                              tau=tau))
 
     def calc_loss(self, training_info: TrainingInfo,
                   importance_weights: Optional[tf.Tensor] = None) -> LossInfo:
         """TD loss of rows 0..T-2 against n-step targets; last row padded.
 
+        The loss is ``value_distribution``'s: ``td_error_loss_fn(G_t,
+        Q(s_t, a_t))`` for scalar values, the distributional loss
+        otherwise (then also ``extra.td_error``, the priority).
+
         Args:
             training_info: ``TrainingInfo`` with [T, B] leaves and
-                ``info`` a ``DqnInfo`` of [T, B] tensors.
+                ``info`` a ``DqnInfo`` of [T, B] (or [T, B, N]) tensors.
             importance_weights: optional [B] or [T, B] float32 per-sample
                 weights multiplied into the loss (prioritized replay), for
                 callers that do not fold them into the loss mask.
@@ -328,23 +405,25 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
             ``LossInfo(loss [T, B], extra=DqnLossInfo)``.
         """
         info = training_info.info
-        returns = n_step_returns(training_info.reward, training_info.discount,
-                                 training_info.step_type, info.target_value,
-                                 self._gamma)
-        q_value = info.q_value[:-1]
-        loss = pad_last_row(self._td_error_loss_fn(returns, q_value))
-        td_error = tf.stop_gradient(returns - q_value)
+        loss, td_error = self._distribution.loss(
+            info, training_info.reward, training_info.discount,
+            training_info.step_type, self._gamma, self._td_error_loss_fn)
+        loss = pad_last_row(loss)
         if importance_weights is not None:
             loss = loss * tf.cast(importance_weights, loss.dtype)
         return LossInfo(loss=loss,
-                        extra=DqnLossInfo(td_error=pad_last_row(td_error),
-                                          q_value=info.q_value))
+                        extra=DqnLossInfo(
+                            td_error=pad_last_row(td_error),
+                            q_value=self._distribution.mean(info.q_value)))
 
     def after_train(self, training_info: TrainingInfo) -> None:
-        """Updates the target network when due.
+        """Updates the target network when due; noisy heads draw the next
+        update's noise (``noise_resampling`` with ``'update'``).
 
         Args:
             training_info: the ``TrainingInfo`` trained on (unused).
         """
         del training_info
         self._target_updater()
+        self._resample_noise(
+            'update', [self._q_network, self._target_q_network.network])

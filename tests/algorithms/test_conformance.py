@@ -72,7 +72,10 @@ import tf_keras
 
 import alf_rl.algorithms as algorithms
 from alf_rl.algorithms import (ActorCriticAlgorithm, ActorCriticLoss, Agent,
-                               Algorithm, DdpgAlgorithm, DqnAlgorithm,
+                               Algorithm, CategoricalValues,
+                               ImplicitQuantileValues, QuantileValues,
+                               ScalarValues, ValueDistribution,
+                               DdpgAlgorithm, DqnAlgorithm,
                                DIAYNAlgorithm, EntropyTargetAlgorithm,
                                IcmAlgorithm, MIEstimator, RNDAlgorithm,
                                OffPolicyAlgorithm,
@@ -92,6 +95,8 @@ from alf_rl.data_structures import (LossInfo, StepType, TrainingInfo,
                                     namedtuple)
 from alf_rl.drivers import OnPolicyDriver
 from alf_rl.environments import suite_tf
+from alf_rl.networks.distributional_q_networks import (
+    CategoricalQNetwork, ImplicitQuantileQNetwork, QuantileQNetwork)
 from alf_rl.networks import (ActorDistributionNetwork, ActorNetwork,
                              CriticNetwork, EncodingNetwork, Network,
                              NormalProjectionNetwork, QNetwork, ValueNetwork)
@@ -286,6 +291,14 @@ def _dqn(obs, act):
     opt = _adam()
     alg = DqnAlgorithm(obs, act, q_network_ctor=_q(), optimizer=opt,
                        target_update_period=1, tau=0.5)
+    return alg, {'all': opt}
+
+
+def _dqn_family(obs, act, net, values):
+    opt = _adam()
+    alg = DqnAlgorithm(obs, act, q_network_ctor=functools.partial(
+        net, fc_layer_params=HIDDEN), value_distribution=values,
+                       optimizer=opt, target_update_period=1, tau=0.5)
     return alg, {'all': opt}
 
 
@@ -526,6 +539,23 @@ CASES = [
          train_kwargs=_PAIRS, target_networks=1),
     # Sequences of 4: DQN's n-step returns over the unroll's while loop.
     Case('dqn', DqnAlgorithm, _dqn, 'replay', target_networks=1),
+    # The value family: C51 with Rainbow's dueling noisy streams (noise
+    # redrawn every rollout and update), QR-DQN, IQN (fractions drawn per
+    # call).
+    Case('dqn_c51_rainbow', DqnAlgorithm, functools.partial(
+        _dqn_family, net=functools.partial(
+            CategoricalQNetwork, num_atoms=5, dueling=True, noisy=True),
+        values=CategoricalValues(5, -2.0, 2.0)), 'replay',
+         target_networks=1),
+    Case('dqn_qr', DqnAlgorithm, functools.partial(
+        _dqn_family, net=functools.partial(QuantileQNetwork,
+                                           num_quantiles=4),
+        values=QuantileValues(4)), 'replay', target_networks=1),
+    Case('dqn_iqn', DqnAlgorithm, functools.partial(
+        _dqn_family, net=functools.partial(ImplicitQuantileQNetwork,
+                                           embedding_dim=4),
+        values=ImplicitQuantileValues(3, 2, 2)), 'replay',
+         target_networks=1),
     Case('entropy_target', EntropyTargetAlgorithm, _entropy_target, 'loss'),
     # DV: the one estimator with state (the moving average, in after_train);
     # the default 'shuffle' sampler draws from the global generator.
@@ -579,6 +609,12 @@ COMPONENTS = {
     VariationalAutoEncoder: 'merlin',
     DecodingAlgorithm: 'merlin',
     MemoryWithUsage: 'merlin',
+    # DqnAlgorithm's value distributions.
+    ValueDistribution: 'dqn',
+    ScalarValues: 'dqn',
+    CategoricalValues: 'dqn_c51_rainbow',
+    QuantileValues: 'dqn_qr',
+    ImplicitQuantileValues: 'dqn_iqn',
 }
 
 
@@ -1044,6 +1080,10 @@ def test_row_hooks_change_only_the_cost(case, hook, run):
         losses = _loss_leaves(train(experience))
         results.append((losses, _values(_state_variables(alg))))
     assert matmuls[0] < matmuls[1], matmuls
+    if case.name == 'dqn_iqn':
+        # IQN draws fresh fractions at every network call: a row that skips
+        # the target network shifts the later rows' draws (as TD3's noise).
+        return
     (losses, values), (full_losses, full_values) = results
     for x, y in zip(losses, full_losses):
         np.testing.assert_allclose(x, y, rtol=RTOL, atol=ATOL)
