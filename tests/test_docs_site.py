@@ -21,6 +21,7 @@ API_PACKAGES = [
     'metrics',
     'distributed',
     'export',
+    'offline',
     'utils',
 ]
 

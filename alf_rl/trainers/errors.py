@@ -120,7 +120,9 @@ class NonFiniteUpdateError(TrainingError):
     """An update's gradient held NaN or Inf; the update was not applied.
 
     Args:
-        message, iteration, last_iteration: see ``TrainingError``.
+        message: see ``TrainingError``.
+        iteration: see ``TrainingError``.
+        last_iteration: see ``TrainingError``.
         owner: the algorithm's ``name``.
         variable: the variable whose gradient was not finite (the first).
     """
@@ -139,7 +141,8 @@ class NonFiniteModelError(TrainingError):
     holds NaN or Inf, found before a checkpoint: none was written.
 
     Args:
-        message, iteration: see ``TrainingError``.
+        message: see ``TrainingError``.
+        iteration: see ``TrainingError``.
         variable: the variable named.
     """
 
