@@ -260,7 +260,11 @@ class PopulationPPO(tf.Module):
         def mean(x: tf.Tensor) -> tf.Tensor:
             return tf.reduce_sum(x * batch.mask, axis=1) / count
 
-        return {'loss': mean(pg + td), 'pg_loss': mean(pg), 'td_loss': mean(td)}
+        return {
+            'loss': mean(pg + td),
+            'pg_loss': mean(pg),
+            'td_loss': mean(td),
+        }
 
     def update(self, batch: PopulationBatch) -> Dict[str, tf.Tensor]:
         """One gradient step of every agent on its own mini-batch.

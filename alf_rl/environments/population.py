@@ -24,7 +24,10 @@ class PopulationDynamics(suite_tf.Dynamics):
     """
 
     def __init__(
-        self, dynamics: suite_tf.Dynamics, seeds: Sequence[int], batch_size: int
+        self,
+        dynamics: suite_tf.Dynamics,
+        seeds: Sequence[int],
+        batch_size: int,
     ):
         self._base = dynamics
         self._seeds = tuple(int(s) % 2**63 for s in seeds)

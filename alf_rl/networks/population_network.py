@@ -65,9 +65,7 @@ def check_seeds(seeds: Sequence[int], owner: str) -> Tuple[int, ...]:
             % (owner, seeds)
         )
     if len(set(seeds)) != len(seeds):
-        raise ValueError(
-            '%s: seeds must be distinct, got %r' % (owner, seeds)
-        )
+        raise ValueError('%s: seeds must be distinct, got %r' % (owner, seeds))
     return seeds
 
 

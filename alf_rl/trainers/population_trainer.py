@@ -15,6 +15,7 @@ Summaries are written per seed under ``seed_<seed>/`` (e.g.
 continues exactly.
 """
 
+import functools
 import os
 from typing import Any, Callable, Dict, Optional, Sequence
 
@@ -73,7 +74,10 @@ class PopulationTrainer(tf.Module):
         self.seeds = tuple(seeds)
         self.env = population.load(env_name, self.seeds, num_envs)
         spec = self.env.action_spec()
-        if spec.dtype.is_floating or self.env.observation_spec().shape.rank != 1:
+        if (
+            spec.dtype.is_floating
+            or self.env.observation_spec().shape.rank != 1
+        ):
             raise ValueError(
                 'PopulationTrainer: env_name must have discrete actions and '
                 'flat observations, got %r' % (env_name,)
@@ -160,8 +164,17 @@ class PopulationTrainer(tf.Module):
             _ACTION_STREAM,
         )
         dtypes = dict(action=tf.int64, step_type=tf.int32)
-        names = ('observation', 'action', 'log_prob', 'value', 'reward',
-                 'step_type', 'discount', 'returns_done', 'done')
+        names = (
+            'observation',
+            'action',
+            'log_prob',
+            'value',
+            'reward',
+            'step_type',
+            'discount',
+            'returns_done',
+            'done',
+        )
         arrays = tuple(
             tf.TensorArray(dtypes.get(k, tf.float32), t_len) for k in names
         )
@@ -180,10 +193,13 @@ class PopulationTrainer(tf.Module):
     def _batch(self, exp: Dict[str, tf.Tensor]) -> PopulationBatch:
         """The rollout as per-agent rows [P, T * B] with targets."""
         p, b, t_len = self._shape
-        flat = {k: tf.reshape(v, [t_len, p * b] + v.shape[3:].as_list())
-                for k, v in exp.items()}
+        flat = {
+            k: tf.reshape(v, [t_len, p * b] + v.shape[3:].as_list())
+            for k, v in exp.items()
+        }
         advantages, returns = self.algorithm.targets(
-            flat['reward'], flat['value'], flat['step_type'], flat['discount'])
+            flat['reward'], flat['value'], flat['step_type'], flat['discount']
+        )
         # The last row has no successor to bootstrap from: not trained.
         mask = valid_step_mask(flat['step_type'])
         mask = tf.concat([mask[:-1], tf.zeros_like(mask[-1:])], 0)
@@ -194,22 +210,33 @@ class PopulationTrainer(tf.Module):
             return tf.reshape(x, [p, t_len * b] + x.shape[3:].as_list())
 
         return PopulationBatch(
-            observation=rows(flat['observation']), action=rows(flat['action']),
-            log_prob=rows(flat['log_prob']), advantages=rows(advantages),
-            returns=rows(returns), mask=rows(mask))
+            observation=rows(flat['observation']),
+            action=rows(flat['action']),
+            log_prob=rows(flat['log_prob']),
+            advantages=rows(advantages),
+            returns=rows(returns),
+            mask=rows(mask),
+        )
 
     def _train(self, batch: PopulationBatch) -> Dict[str, tf.Tensor]:
         """``num_epochs`` passes of shuffled mini-batches, per agent."""
         p, b, t_len = self._shape
         rows, size = t_len * b, self._mini_batch_size
         per_epoch = rows // size
-        orders = tf.argsort(self._noise([self._num_epochs, rows], _SHUFFLE_STREAM))
+        orders = tf.argsort(
+            self._noise([self._num_epochs, rows], _SHUFFLE_STREAM)
+        )
         orders = tf.reshape(orders, [p, self._num_epochs * rows])
-        stats = {k: tf.zeros([p]) for k in ('loss', 'pg_loss', 'td_loss', 'grad_norm')}
+        stats = {
+            k: tf.zeros([p])
+            for k in ('loss', 'pg_loss', 'td_loss', 'grad_norm')
+        }
         for u in tf.range(self._num_epochs * per_epoch):
-            index = orders[:, u * size:(u + 1) * size]
+            index = orders[:, u * size : (u + 1) * size]
             mini = tf.nest.map_structure(
-                lambda x: tf.gather(x, index, batch_dims=1), batch)
+                functools.partial(tf.gather, indices=index, batch_dims=1),
+                batch,
+            )
             stats = self.algorithm.update(PopulationBatch(*mini))
         return stats
 
@@ -218,9 +245,12 @@ class PopulationTrainer(tf.Module):
         exp = self._rollout()
         stats = self._train(self._batch(exp))
         episodes = tf.reduce_sum(exp['done'], axis=[0, 2])
-        mean_return = tf.reduce_sum(exp['returns_done'], axis=[0, 2]) / tf.maximum(episodes, 1.0)
+        mean_return = tf.reduce_sum(
+            exp['returns_done'], axis=[0, 2]
+        ) / tf.maximum(episodes, 1.0)
         self.average_return.assign(
-            tf.where(episodes > 0, mean_return, self.average_return))
+            tf.where(episodes > 0, mean_return, self.average_return)
+        )
         self.num_episodes.assign_add(tf.cast(episodes, tf.int64))
         self.iteration.assign_add(1)
         return stats
@@ -244,8 +274,12 @@ class PopulationTrainer(tf.Module):
         p, b, t_len = self._shape
         return int(self.iteration.numpy()) * b * t_len
 
-    def train(self, num_iterations: int, summary_interval: int = 1,
-              checkpoint_interval: int = 100) -> Dict[str, Any]:
+    def train(
+        self,
+        num_iterations: int,
+        summary_interval: int = 1,
+        checkpoint_interval: int = 100,
+    ) -> Dict[str, Any]:
         """Runs iterations until ``iteration == num_iterations``.
 
         Restores the latest checkpoint under ``root_dir/ckpt`` first (if
@@ -265,18 +299,23 @@ class PopulationTrainer(tf.Module):
         if self._root_dir:
             manager = tf.train.CheckpointManager(
                 tf.train.Checkpoint(trainer=self),
-                os.path.join(self._root_dir, 'ckpt'), max_to_keep=3)
+                os.path.join(self._root_dir, 'ckpt'),
+                max_to_keep=3,
+            )
             if manager.latest_checkpoint:
                 manager.checkpoint.restore(manager.latest_checkpoint)
             writer = tf.summary.create_file_writer(
-                os.path.join(self._root_dir, 'train'))
+                os.path.join(self._root_dir, 'train')
+            )
         stats: Dict[str, Any] = {}
         while int(self.iteration.numpy()) < num_iterations:
             stats = self.run_iteration()
             it = int(self.iteration.numpy())
             if writer is not None and it % summary_interval == 0:
                 self._write_summaries(writer, stats)
-            if manager is not None and (it % checkpoint_interval == 0 or it == num_iterations):
+            if manager is not None and (
+                it % checkpoint_interval == 0 or it == num_iterations
+            ):
                 manager.save(checkpoint_number=it)
         return stats
 
@@ -287,8 +326,12 @@ class PopulationTrainer(tf.Module):
         with writer.as_default(step=step):
             for k, seed in enumerate(self.seeds):
                 tag = 'seed_%d/' % seed
-                tf.summary.scalar(tag + 'Metrics/AverageReturn', stats['average_return'][k])
-                tf.summary.scalar(tag + 'Metrics/NumberOfEpisodes', episodes[k])
+                tf.summary.scalar(
+                    tag + 'Metrics/AverageReturn', stats['average_return'][k]
+                )
+                tf.summary.scalar(
+                    tag + 'Metrics/NumberOfEpisodes', episodes[k]
+                )
                 tf.summary.scalar(tag + 'Metrics/EnvironmentSteps', step)
                 for name in ('loss', 'pg_loss', 'td_loss', 'grad_norm'):
                     tf.summary.scalar(tag + 'loss/' + name, stats[name][k])
