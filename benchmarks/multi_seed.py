@@ -34,7 +34,9 @@ def measure(
         jit_compile: compile with XLA.
     Returns:
         dict: ``first_s`` (first iteration, with compilation),
-        ``iteration_s`` (mean of the rest), ``steps_per_s`` (all seeds).
+        ``iteration_s`` (mean of the rest), ``iteration_cpu_s`` (this
+        process's CPU seconds per iteration, all threads: what a loaded
+        machine does not inflate), ``steps_per_s`` (all seeds).
     """
     trainer = PopulationTrainer(
         list(range(num_seeds)),
@@ -47,13 +49,14 @@ def measure(
     start = time.perf_counter()
     trainer.run_iteration()
     first = time.perf_counter() - start
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for _ in range(iterations):
         trainer.run_iteration()
     per_iteration = (time.perf_counter() - start) / iterations
     return dict(
         first_s=first,
         iteration_s=per_iteration,
+        iteration_cpu_s=(time.process_time() - cpu) / iterations,
         steps_per_s=num_seeds * _ENVS * _UNROLL / per_iteration,
     )
 
@@ -62,20 +65,21 @@ def table(rows: Dict[int, Dict[str, float]], env_steps: int) -> List[str]:
     """The markdown table lines (projected run: ``env_steps`` per seed)."""
     iterations = -(-env_steps // (_ENVS * _UNROLL))
     lines = [
-        '| N | first iteration (s) | s / iteration | env steps/s (all seeds)'
-        ' | projected run (s) | vs N=1 |',
-        '| ---: | ---: | ---: | ---: | ---: | ---: |',
+        '| N | first iteration (s) | s / iteration | CPU s / iteration'
+        ' | env steps/s (all seeds) | projected run (s) | vs N=1 |',
+        '| ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     ]
     base = None
     for n, r in sorted(rows.items()):
         run = r['first_s'] + (iterations - 1) * r['iteration_s']
         base = run if base is None else base
         lines.append(
-            '| %d | %.1f | %.3f | %.0f | %.0f | %.2fx |'
+            '| %d | %.1f | %.3f | %.3f | %.0f | %.0f | %.2fx |'
             % (
                 n,
                 r['first_s'],
                 r['iteration_s'],
+                r['iteration_cpu_s'],
                 r['steps_per_s'],
                 run,
                 run / base,

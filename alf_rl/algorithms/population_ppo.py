@@ -21,7 +21,7 @@ over each agent's valid mini-batch rows; actions are drawn by Gumbel-max
 from noise the caller passes in (so the random stream is the caller's).
 """
 
-from typing import Dict, NamedTuple, Sequence, Tuple
+from typing import Dict, NamedTuple, Optional, Sequence, Tuple
 
 import gin
 import tensorflow as tf
@@ -97,6 +97,23 @@ def clip_per_member(
     return clipped, norms
 
 
+def _check_clips(
+    name: str, ratio_clip: float, gradient_clipping: Optional[float]
+) -> None:
+    """ValueError unless the ratio clip is > 0 and the gradient clip None or
+    > 0."""
+    if not ratio_clip > 0:
+        raise ValueError(
+            '%s: importance_ratio_clipping must be > 0, got %r'
+            % (name, ratio_clip)
+        )
+    if gradient_clipping is not None and not gradient_clipping > 0:
+        raise ValueError(
+            '%s: gradient_clipping must be None or > 0, got %r'
+            % (name, gradient_clipping)
+        )
+
+
 @gin.configurable
 class PopulationPPO(tf.Module):
     """P PPO agents (discrete actions) with stacked weights.
@@ -131,22 +148,13 @@ class PopulationPPO(tf.Module):
         td_lambda: float = 0.8,
         importance_ratio_clipping: float = 0.2,
         td_loss_weight: float = 0.5,
-        gradient_clipping: float = 0.5,
+        gradient_clipping: Optional[float] = 0.5,
         normalize_advantages: bool = True,
         name: str = 'PopulationPPO',
     ):
         super().__init__(name=name)
         self.seeds = check_seeds(seeds, name)
-        if not importance_ratio_clipping > 0:
-            raise ValueError(
-                '%s: importance_ratio_clipping must be > 0, got %r'
-                % (name, importance_ratio_clipping)
-            )
-        if gradient_clipping is not None and not gradient_clipping > 0:
-            raise ValueError(
-                '%s: gradient_clipping must be None or > 0, got %r'
-                % (name, gradient_clipping)
-            )
+        _check_clips(name, importance_ratio_clipping, gradient_clipping)
         self.num_actions = num_actions
         self.gamma = gamma
         self.td_lambda = td_lambda

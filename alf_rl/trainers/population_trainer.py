@@ -312,27 +312,44 @@ class PopulationTrainer(tf.Module):
             stats = self.run_iteration()
             it = int(self.iteration.numpy())
             if writer is not None and it % summary_interval == 0:
-                self._write_summaries(writer, stats)
+                write_summaries(
+                    writer,
+                    self.seeds,
+                    self.env_steps_per_seed,
+                    stats,
+                    self.num_episodes.numpy(),
+                )
             if manager is not None and (
                 it % checkpoint_interval == 0 or it == num_iterations
             ):
                 manager.save(checkpoint_number=it)
         return stats
 
-    def _write_summaries(self, writer: Any, stats: Dict[str, Any]) -> None:
-        """``seed_<seed>/Metrics/...`` and ``seed_<seed>/loss/...``."""
-        step = self.env_steps_per_seed
-        episodes = self.num_episodes.numpy()
-        with writer.as_default(step=step):
-            for k, seed in enumerate(self.seeds):
-                tag = 'seed_%d/' % seed
-                tf.summary.scalar(
-                    tag + 'Metrics/AverageReturn', stats['average_return'][k]
-                )
-                tf.summary.scalar(
-                    tag + 'Metrics/NumberOfEpisodes', episodes[k]
-                )
-                tf.summary.scalar(tag + 'Metrics/EnvironmentSteps', step)
-                for name in ('loss', 'pg_loss', 'td_loss', 'grad_norm'):
-                    tf.summary.scalar(tag + 'loss/' + name, stats[name][k])
-        writer.flush()
+
+def write_summaries(
+    writer: Any,
+    seeds: Sequence[int],
+    step: int,
+    stats: Dict[str, Any],
+    episodes: Any,
+) -> None:
+    """Writes ``seed_<seed>/Metrics/...`` and ``seed_<seed>/loss/...``.
+
+    Args:
+        writer: a ``tf.summary`` writer.
+        seeds: the P seeds.
+        step: environment steps per seed (the summaries' step).
+        stats: ``PopulationTrainer.run_iteration``'s dict of [P] arrays.
+        episodes: [P] int, episodes each seed has finished.
+    """
+    with writer.as_default(step=step):
+        for k, seed in enumerate(seeds):
+            tag = 'seed_%d/' % seed
+            tf.summary.scalar(
+                tag + 'Metrics/AverageReturn', stats['average_return'][k]
+            )
+            tf.summary.scalar(tag + 'Metrics/NumberOfEpisodes', episodes[k])
+            tf.summary.scalar(tag + 'Metrics/EnvironmentSteps', step)
+            for name in ('loss', 'pg_loss', 'td_loss', 'grad_norm'):
+                tf.summary.scalar(tag + 'loss/' + name, stats[name][k])
+    writer.flush()
