@@ -4,8 +4,8 @@
 environments (``environments.population``): one iteration collects
 ``unroll_length`` steps of B environments per seed and runs ``num_epochs``
 passes of shuffled mini-batches, all inside one ``tf.function`` (XLA with
-``jit_compile=True``, off by default). Agent k owns its weights, its slice of the optimizer
-state, its environments and its random streams, all derived from
+``jit_compile=True``, off by default). Agent k owns its weights, its slice
+of the optimizer state, its environments and its random streams, all derived from
 ``seeds[k]`` with stateless ops, so agent k's numbers equal those of the
 one-seed population ``seeds=[seeds[k]]`` up to float rounding.
 
