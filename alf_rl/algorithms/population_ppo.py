@@ -228,7 +228,8 @@ class PopulationPPO(tf.Module):
         """GAE advantages and TD(lambda) returns of every collected step.
 
         Args:
-            reward, value: [T, M] float32 (M = P * B, any row order).
+            reward: [T, M] float32 (M = P * B, any row order).
+            value: [T, M] float32.
             step_type: [T, M] int32.
             discount: [T, M] float32 (without gamma).
         Returns:
