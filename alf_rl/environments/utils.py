@@ -104,7 +104,6 @@ def _create_tf_environment(env_name, num_parallel_environments, seed,
     return env
 
 
-@gin.configurable
 def _check_env_id(env_name: str, env_load_fn: Callable) -> None:
     """Fails on an id unknown to gymnasium or ALE before any worker starts
     (also for ``functools.partial(suite_gym.load, ...)``, e.g. gym_load_fn's
@@ -115,6 +114,7 @@ def _check_env_id(env_name: str, env_load_fn: Callable) -> None:
         suite_atari.check_env_id(env_name)
 
 
+@gin.configurable
 def create_environment(env_name: str = 'CartPole-v1',
                        num_parallel_environments: int = 1,
                        seed: Optional[int] = None,
