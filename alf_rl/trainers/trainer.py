@@ -43,6 +43,7 @@ from alf_rl.trainers.checkpoints import RunCheckpoints, driver_loop_state
 from alf_rl.trainers.config import TrainerConfig
 from alf_rl.trainers.env_sources import EnvSource
 from alf_rl.trainers.errors import TrainingError, raise_training_error
+from alf_rl.trainers.gin_scope import GinState, own_gin_config
 from alf_rl.trainers.periodic import PeriodicWork
 from alf_rl.trainers.progress import (ProgressReporter, RunClock,
                                       budget_reached, stop_condition)
@@ -123,6 +124,8 @@ class Trainer(object):
         self._periodic = PeriodicWork(
             config, self._metrics, self._summaries, self._checkpoints,
             self.evaluate, self._extra_summaries, self._report_progress)
+        # train() runs in the gin configuration the run was built in.
+        self._gin_state = [GinState.capture()]
 
     # ------------------------------------------------------------ to override
     def _create_driver(self) -> Any:
@@ -256,8 +259,13 @@ class Trainer(object):
                 ``CheckpointSaveError``, the last good checkpoint kept).
             NoUsableCheckpointError, CheckpointError: see
                 ``RunCheckpoints.restore``.
+
+        It runs in the gin configuration that was current when the trainer
+        was built (``config.gin`` records it); the caller's is back when
+        it returns.
         """
-        with self._checkpoints.locked():
+        with own_gin_config(self._gin_state.pop(), keep=self._gin_state), \
+                self._checkpoints.locked():
             return self._train_locked()
 
     def _train_locked(self):
