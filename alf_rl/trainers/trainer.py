@@ -27,7 +27,8 @@ trainer chosen from the algorithm's ``training_kind`` when
 ``TrainerConfig.trainer`` is None (``alf_rl.trainers.choice``).
 ``alf-train`` configures ``TrainerConfig`` and ``create_environment`` with
 gin instead. Outputs under ``root_dir``: ``train/``/``eval/`` event files,
-``ckpt/``, ``config.gin`` and the lock ``.alf_rl.lock`` (a run that fails
+``ckpt/``, ``config.gin``, ``modules.json`` (the user modules gin
+imported, see ``run_modules``) and the lock ``.alf_rl.lock`` (a run that fails
 before its first iteration leaves none of them).
 """
 
@@ -47,6 +48,7 @@ from alf_rl.trainers.gin_scope import GinState, own_gin_config
 from alf_rl.trainers.periodic import PeriodicWork
 from alf_rl.trainers.progress import (ProgressReporter, RunClock,
                                       budget_reached, stop_condition)
+from alf_rl.trainers.run_modules import write_run_modules
 from alf_rl.trainers.run_setup import BuiltRun, build_run
 from alf_rl.trainers.summaries import RunSummaries
 
@@ -288,6 +290,7 @@ class Trainer(object):
                     raise
                 if not config_written:  # a failed first call leaves none
                     summaries.write_config()
+                    write_run_modules(self._root_dir)
                     config_written = True
                 self._after_call(clock, loss_info, now)
             if loss_info is not None and self._done():
