@@ -148,6 +148,15 @@ def load_env_factory(factory: Callable[..., Any],
     return wrapped
 
 
+def _loader_for(env_name: Any,
+                env_load_fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``load_env_factory`` for a class or factory given to the default
+    loader, else ``env_load_fn``."""
+    if env_load_fn is suite_gym.load and not isinstance(env_name, str):
+        return load_env_factory
+    return env_load_fn
+
+
 @gin.configurable
 def create_environment(env_name: str = 'CartPole-v1',
                        num_parallel_environments: int = 1,
@@ -239,8 +248,7 @@ def create_environment(env_name: str = 'CartPole-v1',
         return _create_tf_environment(env_name, num_parallel_environments,
                                       seed, use_subprocess, env_load_fn,
                                       max_episode_steps, check_finite)
-    if env_load_fn is suite_gym.load and not isinstance(env_name, str):
-        env_load_fn = load_env_factory  # a class or factory
+    env_load_fn = _loader_for(env_name, env_load_fn)
     # Also for functools.partial(suite_gym.load, ...) (e.g. gym_load_fn's
     # wrapped loader): fail on an unknown id before any worker starts.
     if _base_loader(env_load_fn) is suite_gym.load:

@@ -54,16 +54,7 @@ def restore_run(root_dir: str, render: bool = False,
     if max_episode_steps:
         bindings.append('create_environment.max_episode_steps=%d' %
                         max_episode_steps)
-    from alf_rl.trainers.run_modules import find_run_modules
-    find_run_modules(root_dir, module_paths, prog)
-    try:
-        gin.parse_config_files_and_bindings([config_file], bindings,
-                                            finalize_config=False)
-    except ImportError as e:  # a run without modules.json (older ones)
-        raise ValueError("%s: %s imports module %r, which cannot be "
-                         "imported here: pass --module_path DIR, DIR the "
-                         "directory holding it" % (prog, config_file, e.name)
-                         ) from None
+    _parse_run_config(root_dir, bindings, module_paths, prog)
     set_random_seed(seed)
     # Played as evaluated: whole games with unclipped rewards for Atari.
     env = create_environment(num_parallel_environments=1,
@@ -85,3 +76,22 @@ def restore_run(root_dir: str, render: bool = False,
     path = checkpointer.restore()
     print('%s: restored %s' % (prog, path))
     return env, algorithm
+
+
+def _parse_run_config(root_dir: str, bindings: Sequence[str],
+                      module_paths: Sequence[str], prog: str) -> None:
+    """Parses ``root_dir/config.gin`` and ``bindings`` after finding the
+    user modules the run imported (``find_run_modules``); a module that
+    is still missing is named in one line (a ``ValueError``)."""
+    import gin
+    from alf_rl.trainers.run_modules import find_run_modules
+    find_run_modules(root_dir, module_paths, prog)
+    config_file = os.path.join(root_dir, 'config.gin')
+    try:
+        gin.parse_config_files_and_bindings([config_file], bindings,
+                                            finalize_config=False)
+    except ImportError as e:  # a run without modules.json (older ones)
+        raise ValueError("%s: %s imports module %r, which cannot be "
+                         "imported here: pass --module_path DIR, DIR the "
+                         "directory holding it" % (prog, config_file, e.name)
+                         ) from None
