@@ -92,7 +92,8 @@ def train(root_dir: str, gin_files: Sequence[str] = (),
           gin_params: Sequence[str] = (),
           module_paths: Sequence[str] = (),
           fresh_start: bool = False,
-          from_checkpoint: Optional[int] = None) -> Dict[str, Any]:
+          from_checkpoint: Optional[int] = None,
+          callbacks: Sequence[Any] = ()) -> Dict[str, Any]:
     """Builds the configured trainer and trains.
 
     Args:
@@ -106,6 +107,8 @@ def train(root_dir: str, gin_files: Sequence[str] = (),
             run moved aside, start from iteration 0).
         from_checkpoint: bind ``TrainerConfig.from_checkpoint`` (resume
             from that kept checkpoint, the newer ones set aside).
+        callbacks: ``TrainingCallback`` objects (see
+            ``alf_rl.trainers.callbacks``; gin's come after them).
 
     Returns:
         ``Trainer.train``'s result dict.
@@ -125,7 +128,7 @@ def train(root_dir: str, gin_files: Sequence[str] = (),
     if _STOP_SIGNAL:
         trainer.request_stop()
     try:
-        return trainer.train()
+        return trainer.train(callbacks)
     finally:
         _TRAINERS.remove(trainer)
         trainer.close()
