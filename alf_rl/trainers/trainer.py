@@ -213,8 +213,7 @@ class Trainer(object):
         evaluation environment (see ``Evaluator.evaluate``).
 
         Raises:
-            ValueError: if the trainer was built without evaluation (no
-                evaluation environment).
+            ValueError: the trainer was built without evaluation.
         """
         if self._evaluator is None:
             raise ValueError("Trainer.evaluate: no evaluation environment; "
@@ -353,9 +352,9 @@ class Trainer(object):
     def _env_steps(self):
         return self._metrics.num_env_steps()
 
-    def _done(self):
-        return (self._periodic.callbacks.stop_requested or budget_reached(
-            self._config, self._metrics, self._iteration_count()))
+    def _done(self):  # the budget, or a callback's stop request
+        return self._periodic.callbacks.stop_requested or budget_reached(
+            self._config, self._metrics, self._iteration_count())
 
     def _fraction_done(self):
         return self._config.fraction_done(self._iteration_count(),

@@ -80,7 +80,9 @@ def test_hooks_in_order_and_a_stop_request_ends_cleanly(tmp_path):
         ('end', 3),
     ]
     assert all(1 <= c[2] <= 20 for c in recorder.calls if c[0] == 'eval')
-    assert os.path.exists(str(tmp_path / 'run' / 'ckpt' / 'ckpt-3' / 'ckpt.index'))
+    assert os.path.exists(
+        str(tmp_path / 'run' / 'ckpt' / 'ckpt-3' / 'ckpt.index')
+    )
 
 
 def test_a_callback_that_raises_is_named_and_a_checkpoint_kept(tmp_path):
