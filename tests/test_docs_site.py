@@ -22,6 +22,7 @@ API_PACKAGES = [
     'distributed',
     'export',
     'utils',
+    'api',
 ]
 
 
