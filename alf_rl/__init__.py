@@ -10,13 +10,23 @@ _quiet_import.install()
 
 #: The model classes and ``load`` of ``alf_rl.api``, imported on first use
 #: (``alf_rl.PPO``) so that ``import alf_rl`` stays light.
-_API_NAMES = ('A2C', 'DDPG', 'DQN', 'MBRL', 'PPO', 'SAC', 'TD3', 'Model',
-              'load')
+_API_NAMES = (
+    'A2C',
+    'DDPG',
+    'DQN',
+    'MBRL',
+    'PPO',
+    'SAC',
+    'TD3',
+    'Model',
+    'load',
+)
 
 
 def __getattr__(name: str) -> object:
     """``alf_rl.PPO``, ``alf_rl.load``, ...: from ``alf_rl.api``."""
     if name in _API_NAMES:
         import importlib
+
         return getattr(importlib.import_module('alf_rl.api'), name)
     raise AttributeError("module 'alf_rl' has no attribute %r" % name)

@@ -195,19 +195,23 @@ def _predict(algorithm, specs, observation, state, deterministic):
     from alf_rl.specs import zeros_from_spec
 
     obs_spec, action_spec = specs
-    spec0 = tf.nest.flatten(obs_spec)[0]
-    first = np.asarray(tf.nest.flatten(observation)[0])
-    single = first.ndim == len(spec0.shape)
-    observation = tf.nest.map_structure(
-        lambda x, s: tf.convert_to_tensor(
-            np.asarray(x)[None] if single else np.asarray(x), s.dtype
-        ),
-        observation,
+    # A list for a single array spec is one leaf (an observation).
+    specs = tf.nest.flatten(obs_spec)
+    nested = tf.nest.is_nested(obs_spec)
+    leaves = tf.nest.flatten(observation) if nested else [observation]
+    single = np.ndim(leaves[0]) == len(specs[0].shape)
+    observation = tf.nest.pack_sequence_as(
         obs_spec,
+        [
+            tf.convert_to_tensor(
+                np.asarray(x)[None] if single else np.asarray(x), s.dtype
+            )
+            for x, s in zip(leaves, specs)
+        ],
     )
     batch = tf.nest.flatten(observation)[0].shape[0]
-    first = state is None
-    if first:
+    starts = state is None
+    if starts:
         initial = (
             algorithm.get_initial_predict_state
             if deterministic
@@ -215,7 +219,7 @@ def _predict(algorithm, specs, observation, state, deterministic):
         )
         state = (initial(batch), zeros_from_spec(action_spec, [batch]))
     policy_state, prev_action = state
-    step_type = StepType.FIRST if first else StepType.MID
+    step_type = StepType.FIRST if starts else StepType.MID
     time_step = TimeStep(
         step_type=tf.fill([batch], tf.constant(step_type, tf.int32)),
         reward=tf.zeros([batch], tf.float32),
