@@ -120,10 +120,18 @@ def train(root_dir: str, gin_files: Sequence[str] = (),
     import_tensorflow(start_runtime=False)
     from alf_rl.runs.training import build_gin_trainer
     from alf_rl.trainers.gin_scope import own_gin_config
+    from alf_rl.runs.binding_checks import explain_configurable_error
     with own_gin_config():
-        trainer = build_gin_trainer(root_dir, gin_files, gin_params,
-                                    module_paths, fresh_start,
-                                    from_checkpoint)
+        try:
+            trainer = build_gin_trainer(root_dir, gin_files, gin_params,
+                                        module_paths, fresh_start,
+                                        from_checkpoint)
+        except (ValueError, TypeError) as e:
+            if 'In call to configurable' not in str(e):
+                raise
+            # One line naming the bindings, while they are still bound.
+            kind = ValueError if isinstance(e, ValueError) else TypeError
+            raise kind(explain_configurable_error(str(e))) from e
     _TRAINERS.append(trainer)  # a stop signal from now on stops it
     if _STOP_SIGNAL:
         trainer.request_stop()
