@@ -127,11 +127,10 @@ def train(root_dir: str, gin_files: Sequence[str] = (),
                                         module_paths, fresh_start,
                                         from_checkpoint)
         except (ValueError, TypeError) as e:
-            if 'In call to configurable' not in str(e):
-                raise
-            # One line naming the bindings, while they are still bound.
-            kind = ValueError if isinstance(e, ValueError) else TypeError
-            raise kind(explain_configurable_error(str(e))) from e
+            # alf-train's line names the bindings: read while still bound.
+            e.explained = explain_configurable_error(  # type: ignore
+                str(e))
+            raise
     _TRAINERS.append(trainer)  # a stop signal from now on stops it
     if _STOP_SIGNAL:
         trainer.request_stop()
@@ -239,7 +238,7 @@ def _main(argv):
                        FLAGS.from_checkpoint)
     except (ValueError, TypeError, TrainingError, CheckpointError,
             RunDirError) as e:
-        _fail(str(e), lock)
+        _fail(getattr(e, 'explained', str(e)), lock)
     except OSError as e:
         _fail(describe_os_error(e.filename or FLAGS.root_dir, e), lock)
     except tf.errors.OpError as e:
