@@ -23,6 +23,7 @@ API_PACKAGES = [
     'export',
     'offline',
     'utils',
+    'api',
 ]
 
 
