@@ -135,7 +135,7 @@ def train(root_dir: str, gin_files: Sequence[str] = (),
     if _STOP_SIGNAL:
         trainer.request_stop()
     try:
-        return trainer.train(callbacks)
+        return trainer.train(callbacks) if callbacks else trainer.train()
     finally:
         _TRAINERS.remove(trainer)
         trainer.close()
