@@ -28,3 +28,18 @@ def small_actor_critic(
         ),
         optimizer=optimizer or tf_keras.optimizers.Adam(1e-3),
     )
+
+
+def training_error_message(trainer):
+    """Trains ``trainer`` expecting an ``EnvironmentStepError``, closes it
+    and returns the error's message."""
+    import pytest
+
+    from alf_rl.trainers.errors import EnvironmentStepError
+
+    try:
+        with pytest.raises(EnvironmentStepError) as raised:
+            trainer.train()
+    finally:
+        trainer.close()
+    return str(raised.value)

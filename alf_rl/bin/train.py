@@ -192,6 +192,20 @@ def _stop_on_first_signal():
                      daemon=True).start()
 
 
+def _exit_stopped(message: str, lock: Optional[RunDirLock]) -> None:
+    """Prints ``alf-train: interrupted`` (``terminated (SIGTERM)``) and
+    ``message``, and exits 130 (143), releasing ``lock``: a stop signal
+    ended the run."""
+    import signal
+    term = bool(_STOP_SIGNAL) and _STOP_SIGNAL[0] == signal.SIGTERM
+    if lock is not None:
+        lock.release()
+    print('alf-train: %s%s' % ('terminated (SIGTERM)' if term else
+                               'interrupted', message),
+          file=sys.stderr, flush=True)
+    sys.exit(143 if term else 130)
+
+
 def _rerun() -> str:
     """How to resume: without a rescue flag (it would act again)."""
     rescue = ('--fresh_start' if FLAGS.fresh_start else '--from_checkpoint'
@@ -236,8 +250,11 @@ def _main(argv):
         result = train(FLAGS.root_dir, FLAGS.gin_file, FLAGS.gin_param,
                        FLAGS.module_path or (), FLAGS.fresh_start,
                        FLAGS.from_checkpoint)
-    except (ValueError, TypeError, TrainingError, CheckpointError,
-            RunDirError) as e:
+    except TrainingError as e:
+        if _STOP_SIGNAL:  # a wait the stop request cut short
+            _exit_stopped(': %s' % e, lock)
+        _fail(str(e), lock)
+    except (ValueError, TypeError, CheckpointError, RunDirError) as e:
         _fail(getattr(e, 'explained', str(e)), lock)
     except OSError as e:
         _fail(describe_os_error(e.filename or FLAGS.root_dir, e), lock)
@@ -253,14 +270,10 @@ def _main(argv):
               file=sys.stderr)
         sys.exit(130)
     if result.pop('stopped_early', False):
-        import signal
-        term = _STOP_SIGNAL and _STOP_SIGNAL[0] == signal.SIGTERM
-        print('alf-train: %s; a checkpoint was written at iteration %d: '
-              '%s to resume from it (in %s)' %
-              ('terminated (SIGTERM)' if term else 'interrupted',
-               result['iterations'], _rerun(), FLAGS.root_dir),
-              file=sys.stderr)
-        sys.exit(143 if term else 130)
+        _exit_stopped('; a checkpoint was written at iteration %d: %s to '
+                      'resume from it (in %s)' % (result['iterations'],
+                                                  _rerun(), FLAGS.root_dir),
+                      lock)
     from alf_rl.trainers.trainer import EPISODE_AVERAGES
     unscored = (['Metrics/' + name for name in EPISODE_AVERAGES]
                 if result.get('Metrics/NumberOfEpisodes', 1) == 0 else [])

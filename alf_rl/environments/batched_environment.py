@@ -10,14 +10,17 @@ raises ``EnvironmentTimeoutError`` naming the environment, instead of hanging
 training for ever: with a timeout the environments are stepped on one
 watchdog thread (a daemon thread owned by the batch; the caller waits for
 its answer at most ``step_timeout`` seconds, which costs some 10-20 us per
-batched step). A hung environment's thread is left behind (Python cannot
-stop a thread) and the batch refuses every later call.
+batched step). Once training was asked to stop (the first Ctrl-C), the wait
+ends ``STOP_GRACE_SECONDS`` later (``alf_rl.utils.stop_request``). A hung
+environment's thread is left behind (Python cannot stop a thread) and the
+batch refuses every later call.
 
 No TensorFlow at import time (specs are read lazily from the environments).
 """
 
 import queue
 import threading
+import time
 import weakref
 from typing import Any, Callable, List, Optional, Sequence
 
@@ -27,12 +30,15 @@ from alf_rl.data_structures import StepType, TimeStep
 from alf_rl.environments.py_environment import (PyEnvironment, flatten_nest,
                                                 numpy_dtype, pack_nest_as,
                                                 spec_shape)
+from alf_rl.utils.stop_request import STOP_GRACE_SECONDS, cut_short
 
 _FIRST = int(StepType.FIRST)
 
 # Seconds an environment may take for one step or reset (in this process or
 # in a worker process) before training stops with an error naming it.
 DEFAULT_STEP_TIMEOUT = 60.0
+# Seconds between checks for a stop request while waiting for a step.
+_POLL_SECONDS = 0.2
 
 
 class EnvironmentTimeoutError(RuntimeError):
@@ -94,19 +100,37 @@ class _StepWatchdog(object):
             self._thread.start()
             weakref.finalize(self, self._calls.put, None)
         self._calls.put(fn)
-        try:
-            ok, value = self._results.get(timeout=self.timeout)
-        except queue.Empty:
-            self._hung = (
-                "environment %d (%s) did not finish its %s within %g s "
-                "(create_environment.step_timeout; None waits for ever); it "
-                "is not stepped again" %
-                (self.current, self._describe(self.current), what,
-                 self.timeout))
-            raise EnvironmentTimeoutError(self._hung) from None
+        ok, value = self._wait(what)
         if not ok:
             raise value
         return value
+
+    def _wait(self, what):
+        """The call's ``(ok, value)``, waited for in slices so that a stop
+        request (``alf_rl.utils.stop_request``) cuts the wait short."""
+        start = time.monotonic()
+        deadline = start + self.timeout
+        while True:
+            try:
+                return self._results.get(
+                    timeout=max(0.0, min(_POLL_SECONDS,
+                                         deadline - time.monotonic())))
+            except queue.Empty:
+                pass
+            now = time.monotonic()
+            if now >= deadline:
+                why = ("within %g s (create_environment.step_timeout; None "
+                       "waits for ever)" % self.timeout)
+            elif cut_short(start, now):
+                why = ("within %g s of the request to stop" %
+                       STOP_GRACE_SECONDS)
+            else:
+                continue
+            self._hung = (
+                "environment %d (%s) did not finish its %s %s; it is not "
+                "stepped again" %
+                (self.current, self._describe(self.current), what, why))
+            raise EnvironmentTimeoutError(self._hung) from None
 
     @property
     def hung(self) -> Optional[int]:

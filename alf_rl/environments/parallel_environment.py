@@ -43,6 +43,7 @@ from typing import Any, Callable, List, Optional, Sequence
 from alf_rl.environments.batched_environment import (DEFAULT_STEP_TIMEOUT,
                                                      _BatchStacker)
 from alf_rl.environments.py_environment import PyEnvironment
+from alf_rl.utils.stop_request import STOP_GRACE_SECONDS, cut_short
 from alf_rl.utils.worker_config import WorkerConfig
 
 # Commands sent to workers.
@@ -270,20 +271,27 @@ class _Worker(object):
         while not conn.poll(_POLL_SECONDS):
             if process.poll() is not None:
                 raise self._dead_error(command)
-            waited = time.monotonic() - start
+            now = time.monotonic()
+            waited = now - start
             if timeout is not None and waited >= timeout:
-                self.hung = True
                 setting = ('start_timeout' if command is None else
                            'create_environment.step_timeout')
-                raise RuntimeError(
-                    "ParallelPyEnvironment: the worker of environment %d "
-                    "(pid %d, constructor %s) did not answer %s within %g s "
-                    "(waited %.1f s): it is alive but stopped (SIGSTOP?) or "
-                    "stuck in the environment; every worker was shut down. "
-                    "Raise %s for environments that are this slow" %
-                    (self.index, process.pid, self.description,
-                     _COMMAND_NAMES.get(command, command), timeout, waited,
-                     setting))
+                why = ("within %g s (waited %.1f s): it is alive but stopped "
+                       "(SIGSTOP?) or stuck in the environment; every worker "
+                       "was shut down. Raise %s for environments that are "
+                       "this slow" % (timeout, waited, setting))
+            elif cut_short(start, now):
+                why = ("within %g s of the request to stop (waited %.1f s); "
+                       "every worker was shut down" %
+                       (STOP_GRACE_SECONDS, waited))
+            else:
+                continue
+            self.hung = True
+            raise RuntimeError(
+                "ParallelPyEnvironment: the worker of environment %d (pid %d, "
+                "constructor %s) did not answer %s %s" %
+                (self.index, process.pid, self.description,
+                 _COMMAND_NAMES.get(command, command), why))
         try:
             status, result = conn.recv()
         except (EOFError, OSError):

@@ -37,7 +37,8 @@ from alf_rl.utils.checkpoint_contents import (finite_checkpoint_before,
                                               non_finite_variable)
 from alf_rl.utils.common import NestState
 
-__all__ = ['RunCheckpoints', 'driver_loop_state', 'non_finite_variable']
+__all__ = ['RunCheckpoints', 'driver_loop_state', 'non_finite_variable',
+           'run_state_objects']
 
 
 def driver_loop_state(driver: Any, env: Any, algorithm: Any) -> NestState:
@@ -62,6 +63,33 @@ def driver_loop_state(driver: Any, env: Any, algorithm: Any) -> NestState:
         driver.loop_state = value
 
     return NestState(spec, lambda: driver.loop_state, _set)
+
+
+def run_state_objects(driver: Any, env: Any, algorithm: Any,
+                      evaluator: Any) -> dict:
+    """Trackable objects a trainer checkpoints besides the algorithm,
+    metrics, iteration and optimizers, for a resumed run to continue as the
+    uninterrupted one would: ``rng`` (the global generator), ``eval_rng``
+    (a placeholder without evaluation), and ``env_state``/``driver_state``
+    when the environment can save its state (``suite_tf``,
+    ``suite_unittest``; gymnasium episodes restart).
+
+    Args:
+        driver: the training driver (see ``driver_loop_state``).
+        env: the training environment.
+        algorithm: the algorithm.
+        evaluator: the run's ``Evaluator``, or None.
+    """
+    objects = {
+        'rng': tf.random.get_global_generator(),
+        'eval_rng': (evaluator.generator if evaluator is not None else
+                     tf.random.Generator.from_seed(0)),
+    }
+    env_state = env.checkpoint_state()
+    if env_state is not None:
+        objects['env_state'] = env_state
+        objects['driver_state'] = driver_loop_state(driver, env, algorithm)
+    return objects
 
 
 class RunCheckpoints(object):

@@ -42,7 +42,7 @@ from alf_rl.environments.tf_environment import TFEnvironment
 from alf_rl.metrics.training_metrics import TrainingMetrics
 from alf_rl.trainers.callbacks import (CallbackList, TrainingCallback,
                                        training_callbacks)
-from alf_rl.trainers.checkpoints import RunCheckpoints, driver_loop_state
+from alf_rl.trainers.checkpoints import RunCheckpoints, run_state_objects
 from alf_rl.trainers.config import TrainerConfig
 from alf_rl.trainers.env_sources import EnvSource
 from alf_rl.trainers.errors import TrainingError, raise_training_error
@@ -53,6 +53,7 @@ from alf_rl.trainers.progress import (ProgressReporter, RunClock,
 from alf_rl.trainers.run_modules import write_run_modules
 from alf_rl.trainers.run_setup import BuiltRun, build_run
 from alf_rl.trainers.summaries import RunSummaries
+from alf_rl.utils.stop_request import WaitCancelled, announce_stop, clear_stop
 
 #: The per-episode averages among the standard metrics, by name: what
 #: ``alf-train``'s closing line leaves out while no episode has ended.
@@ -155,23 +156,10 @@ class Trainer(object):
 
     def _checkpoint_objects(self) -> Dict[str, Any]:
         """Trackable objects checkpointed besides the algorithm, metrics,
-        iteration and optimizers, for a resumed run to continue as the
-        uninterrupted one would: ``rng`` (the global generator),
-        ``eval_rng`` (a placeholder without evaluation), and
-        ``env_state``/``driver_state`` when the environment can save its
-        state (``suite_tf``, ``suite_unittest``; gymnasium episodes
-        restart). Subclasses add theirs (e.g. a replay buffer)."""
-        objects = {
-            'rng': tf.random.get_global_generator(),
-            'eval_rng': (self._evaluator.generator if self._evaluator
-                         is not None else tf.random.Generator.from_seed(0)),
-        }
-        env_state = self._env.checkpoint_state()
-        if env_state is not None:
-            objects['env_state'] = env_state
-            objects['driver_state'] = driver_loop_state(
-                self._driver, self._env, self._algorithm)
-        return objects
+        iteration and optimizers (``checkpoints.run_state_objects``);
+        subclasses add theirs (e.g. a replay buffer)."""
+        return run_state_objects(self._driver, self._env, self._algorithm,
+                                 self._evaluator)
 
     def _stop_condition(self) -> tf.Tensor:
         """In-graph: the run is done (see ``progress.stop_condition``)."""
@@ -207,6 +195,7 @@ class Trainer(object):
         progress, writes a checkpoint and returns with ``stopped_early``.
         """
         self._stop_requested.set()
+        announce_stop()  # waits for a hung environment or actor end soon
 
     def evaluate(self) -> Dict[str, float]:
         """Plays one greedy (``algorithm.predict``) episode in each
@@ -290,6 +279,8 @@ class Trainer(object):
                         write_run_modules(self._root_dir)
                         config_written = True
                     self._after_call(clock, loss_info, now)
+                except WaitCancelled:  # between calls: nothing half done
+                    break
                 except TrainingError as error:
                     summaries.flush()
                     checkpoints.save_after_error(
@@ -301,6 +292,7 @@ class Trainer(object):
             self._periodic.save_checkpoint(self._iteration_count())
         finally:
             summaries.flush()
+            clear_stop()
         stopped = self._stop_requested.is_set()
         self._stop_requested.clear()  # handled: the next train() runs
         result = clock.result(self._metrics.scalars(),

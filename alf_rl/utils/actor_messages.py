@@ -13,6 +13,9 @@ import threading
 import time
 from typing import Any, Callable, List, Optional
 
+from alf_rl.utils.stop_request import (STOP_GRACE_SECONDS, WaitCancelled,
+                                       cut_short, stop_requested)
+
 
 class ActorFailedError(RuntimeError):
     """An actor could not go on (its environment failed, its process died
@@ -97,19 +100,29 @@ class MessageQueue(object):
             ActorFailedError: an actor failed, or no message came within
                 ``timeout`` (``'no actor sent experience for 300 s (...);
                 an environment may hang'``).
+            WaitCancelled: training was asked to stop, and no message came
+                within ``STOP_GRACE_SECONDS`` of that or an actor failed.
         """
-        deadline = time.time() + timeout
+        start = time.monotonic()
         while True:
             if self._failures:
+                if stop_requested():  # e.g. an actor's wait cut short
+                    raise WaitCancelled(str(self._failures[0]))
                 raise self._failures[0]
             try:
                 return self._queue.get(timeout=0.05)
             except queue.Empty:
-                if time.time() > deadline:
+                now = time.monotonic()
+                if now > start + timeout:
                     raise ActorFailedError(
                         "no actor sent experience for %.0f s (%s); an "
                         "environment may hang" % (timeout, waiting()),
                         -1) from None
+                if cut_short(start, now):
+                    raise WaitCancelled(
+                        "no actor sent experience within %g s of the "
+                        "request to stop (%s)" %
+                        (STOP_GRACE_SECONDS, waiting())) from None
 
     def qsize(self) -> int:
         """Messages waiting now."""

@@ -28,6 +28,7 @@ import pytest
 
 from alf_rl.environments import suite_gym
 from alf_rl.environments.parallel_environment import ParallelPyEnvironment
+from small_algorithms import training_error_message
 
 
 def _cart_pole_constructors(n):
@@ -160,7 +161,6 @@ def test_hung_worker_stops_training_keeps_checkpoints_and_leaves_no_process(
         tmp_path):
     import cloudpickle
     from alf_rl.environments import create_environment
-    from alf_rl.trainers.errors import EnvironmentStepError
     # Workers get the loader by value: they need not import this module.
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     root = str(tmp_path)
@@ -170,12 +170,7 @@ def test_hung_worker_stops_training_keeps_checkpoints_and_leaves_no_process(
         env_load_fn=functools.partial(hanging_cart_pole, hang_after=10)))
     processes = [w.process for w in trainer.env.pyenv._workers]
     hung_pid = processes[1].pid
-    try:
-        with pytest.raises(EnvironmentStepError) as raised:
-            trainer.train()
-    finally:
-        trainer.close()
-    message = str(raised.value)
+    message = training_error_message(trainer)
     assert message.startswith("training stopped at iteration 3: "
                               "ParallelPyEnvironment: the worker of "
                               "environment 1 (pid %d, " % hung_pid)
@@ -235,18 +230,12 @@ def test_nan_observation_is_named_with_field_and_env_index():
 def test_nan_observation_stops_training_naming_it_and_keeps_checkpoints(
         tmp_path):
     from alf_rl.environments.tf_environment import TFPyEnvironment
-    from alf_rl.trainers.errors import EnvironmentStepError
     root = str(tmp_path)
     # 4 steps per iteration: the 10th step is in iteration 3.
     trainer = _trainer(root, lambda seed: TFPyEnvironment(
         _nan_policy_env(2, nan_at_step=10, nan_env=1, seed=seed),
         check_finite=True))
-    try:
-        with pytest.raises(EnvironmentStepError) as raised:
-            trainer.train()
-    finally:
-        trainer.close()
-    assert str(raised.value).startswith(
+    assert training_error_message(trainer).startswith(
         "training stopped at iteration 3: observation: NaN at env 1, "
         "element (1,) in the environment's step output")
     assert {1, 2} <= _checkpoint_steps(root)
@@ -341,18 +330,12 @@ def test_discrete_action_out_of_bounds_is_refused_at_the_environment(
         tmp_path):
     from alf_rl.environments.suite_unittest import PolicyUnittestEnv
     from alf_rl.environments.tf_environment import TFPyEnvironment
-    from alf_rl.trainers.errors import EnvironmentStepError
     root = str(tmp_path)
     trainer = _trainer(
         root, lambda seed: TFPyEnvironment(PolicyUnittestEnv(2, 6,
                                                              seed=seed)),
         algorithm_ctor=_action_six_actor_critic)
-    try:
-        with pytest.raises(EnvironmentStepError) as raised:
-            trainer.train()
-    finally:
-        trainer.close()
-    assert str(raised.value).startswith(
+    assert training_error_message(trainer).startswith(
         "training stopped at iteration 1: action: value 6 at env 0 outside "
         "action_spec bounds [0, 1] (1 of 2 values out of bounds) -- check "
         "the policy's output or clip it to the spec")

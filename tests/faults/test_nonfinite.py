@@ -47,7 +47,7 @@ from alf_rl.trainers.errors import (
 )
 from alf_rl.utils.checkpoint import NonFiniteStateError
 from alf_rl.utils.checkpoint_contents import read_back
-from small_algorithms import small_actor_critic
+from small_algorithms import small_actor_critic, training_error_message
 
 _USER_MODULE = textwrap.dedent('''
     """A user's environment module (as --module_path provides it)."""
@@ -142,12 +142,7 @@ def test_nan_observation_of_a_user_env_stops_training_naming_the_leaf(
             env_load_fn=functools.partial(user_envs.nan_pendulum, nan_from=10),
         ),
     )
-    try:
-        with pytest.raises(EnvironmentStepError) as raised:
-            trainer.train()
-    finally:
-        trainer.close()
-    assert str(raised.value).startswith(
+    assert training_error_message(trainer).startswith(
         "training stopped at iteration 3: observation: NaN at env 1, element "
         "(2,) in the step output of Pendulum-v1 (1 of 6 values non-finite; "
         "found by check_finite) -- the environment returned a non-finite "

@@ -2,6 +2,8 @@
 a failing actor environment, Ctrl-C."""
 
 import os
+import threading
+import time
 
 import pytest
 import tensorflow as tf
@@ -309,3 +311,75 @@ def test_thread_actors_get_an_inter_op_thread_each(tmp_path, capfd):
     assert ('fewer than num_actors + 2 = %d inter-op threads, so the %d '
             'thread actors take turns stepping' % (actors + 2, actors)
             in err), err
+
+
+class _HangsAfter(PolicyUnittestEnv):
+    """Waits in its 30th step until ``release`` is set."""
+
+    hanging = threading.Semaphore(0)
+    release = threading.Event()
+
+    def _step(self, action):
+        self._calls = getattr(self, '_calls', 0) + 1
+        if self._calls == 30:
+            _HangsAfter.hanging.release()
+            _HangsAfter.release.wait()
+        return super()._step(action)
+
+
+def _hang_then_stop(root):
+    """(Run in a process of its own: hung thread actors hold TensorFlow
+    inter-op threads, so it needs TF_NUM_INTEROP_THREADS set before
+    TensorFlow starts.) Trains until both actors hang, asks to stop and
+    prints ``RESULT {json}``: seconds from the request to the return,
+    stopped_early, iterations and whether their checkpoint exists."""
+    import json
+    trainer = AsyncOffPolicyTrainer(
+        _ppo_config(root, num_iterations=10000),
+        env=lambda seed: TFPyEnvironment(_HangsAfter(8, 6, seed=seed)),
+        num_actors=2, message_timeout=300.0)
+
+    def stop_when_hanging():
+        for _ in range(2):  # both actors
+            _HangsAfter.hanging.acquire(timeout=120)
+        time.sleep(1.0)  # the learner has trained on what was queued
+        stop_times.append(time.monotonic())
+        trainer.request_stop()
+
+    stop_times = []
+    threading.Thread(target=stop_when_hanging, daemon=True).start()
+    try:
+        result = trainer.train()
+        ended = time.monotonic()
+    finally:
+        _HangsAfter.release.set()
+        trainer.close()
+    print('RESULT ' + json.dumps(dict(
+        secs=ended - stop_times[0], stopped=result['stopped_early'],
+        iterations=result['iterations'],
+        checkpoint=os.path.exists(
+            os.path.join(root, 'ckpt', 'ckpt-%d' % result['iterations'])))))
+
+
+def test_request_stop_while_every_actor_hangs_checkpoints_soon(tmp_path):
+    """The learner waits for messages (message_timeout 300 s) from actors
+    stuck in their environments: a stop request ends the wait a few seconds
+    later, with a checkpoint of the iteration reached."""
+    import json
+    import subprocess
+    import sys
+
+    from alf_rl.utils.stop_request import STOP_GRACE_SECONDS
+    here = os.path.dirname(os.path.abspath(__file__))
+    code = ('import sys; sys.path[:0] = [%r, %r]; import test_async_trainer '
+            'as t; t._hang_then_stop(%r)' %
+            (here, os.path.dirname(here), str(tmp_path)))
+    proc = subprocess.run([sys.executable, '-c', code], capture_output=True,
+                          text=True, timeout=600,
+                          env=dict(os.environ, TF_NUM_INTEROP_THREADS='4'))
+    lines = [l for l in proc.stdout.splitlines() if l.startswith('RESULT ')]
+    assert proc.returncode == 0 and lines, (proc.stdout, proc.stderr)
+    result = json.loads(lines[-1][len('RESULT '):])
+    assert result['stopped'] and result['checkpoint']
+    assert result['iterations'] >= 1
+    assert STOP_GRACE_SECONDS <= result['secs'] < 60.0

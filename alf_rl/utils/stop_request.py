@@ -1,0 +1,68 @@
+"""A process-wide stop request that cuts long waits short.
+
+The first Ctrl-C (or ``Trainer.request_stop()``) asks training to stop after
+its current call. That call may be waiting for something that will not come:
+an environment stuck in its step (in this process or in a worker process),
+or actors that send no experience. Such waits have their own timeouts
+(``create_environment.step_timeout``, the learner's ``message_timeout``),
+often a minute or more; once a stop was asked for, they give up
+``STOP_GRACE_SECONDS`` after the request (or after the wait began, if that
+was later) instead, raising their usual error with the reason, or
+``WaitCancelled`` where nothing was left half done.
+
+Pure Python (no TensorFlow): environment workers and actors import it.
+"""
+
+import threading
+import time
+from typing import List, Optional
+
+# Seconds a wait may still take once a stop was asked for.
+STOP_GRACE_SECONDS = 3.0
+
+_LOCK = threading.Lock()
+_REQUESTED_AT: List[float] = []  # time.monotonic() of the pending request
+
+
+class WaitCancelled(RuntimeError):
+    """A wait between training calls was given up because training was
+    asked to stop (nothing was half done: the trainer saves a checkpoint
+    and returns as after any stop request)."""
+
+
+def announce_stop() -> None:
+    """Records that training was asked to stop (the first request counts).
+
+    Safe from any thread or a signal handler's helper thread.
+    """
+    with _LOCK:
+        if not _REQUESTED_AT:
+            _REQUESTED_AT.append(time.monotonic())
+
+
+def clear_stop() -> None:
+    """Forgets the request (the stop was handled; later waits are normal)."""
+    with _LOCK:
+        _REQUESTED_AT.clear()
+
+
+def stop_requested() -> bool:
+    """Whether a stop was announced and not yet cleared."""
+    return bool(_REQUESTED_AT)
+
+
+def cut_short(started: float, now: Optional[float] = None) -> bool:
+    """Whether a wait that began at ``started`` should give up now.
+
+    Args:
+        started: ``time.monotonic()`` at which the wait began.
+        now: ``time.monotonic()`` now (``None``: read it).
+    Returns:
+        True once a stop was announced and ``STOP_GRACE_SECONDS`` have
+        passed since the later of the announcement and ``started``.
+    """
+    requested = _REQUESTED_AT[:1]
+    if not requested:
+        return False
+    now = time.monotonic() if now is None else now
+    return now >= max(requested[0], started) + STOP_GRACE_SECONDS
