@@ -87,6 +87,24 @@ class Callback(object):
     def on_training_end(self, result: Dict[str, Any]) -> None:
         """Training ended with ``result``."""
 
+    def on_summaries(
+        self,
+        split: str,
+        scalars: Dict[str, float],
+        iteration: int,
+        env_steps: int,
+    ) -> Optional[bool]:
+        """Optional hook (not in ``TrainingCallback``: a callback without
+        it is not called): the trainer wrote ``scalars`` to TensorBoard
+        under ``split`` (``'train'`` or ``'eval'``) at step ``iteration``,
+        and each ``'Metrics/<name>'`` of them also as
+        ``'Metrics_vs_EnvironmentSteps/<name>'`` at step ``env_steps``."""
+        return None
+
+
+#: Hooks a callback may leave out (``CallbackList.call`` skips it).
+OPTIONAL_HOOKS = ('on_summaries',)
+
 
 class CallbackError(TrainingError):
     """A callback raised: the run stopped (after a checkpoint when the
@@ -201,6 +219,8 @@ class CallbackList(object):
             CallbackError: a hook raised (naming its class and hook).
         """
         for c in self.callbacks:
+            if hook in OPTIONAL_HOOKS and not hasattr(c, hook):
+                continue
             try:
                 if getattr(c, hook)(*args) is True:
                     self.stop_requested = True

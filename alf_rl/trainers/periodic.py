@@ -77,6 +77,7 @@ class PeriodicWork(object):
         self.callbacks = CallbackList(
             self._config_callbacks + list(callbacks) + training_callbacks()
         )
+        self._summaries.callbacks = self.callbacks  # on_summaries
 
     def stop_condition(self) -> tf.Tensor:
         """In-graph: the step budget reached (``progress.stop_condition``)
