@@ -9,6 +9,7 @@ import os
 import struct
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -157,8 +158,18 @@ def _wandb_run(directory):
     (path,) = glob.glob(
         os.path.join(directory, 'wandb', 'offline-run-*', 'run-*.wandb')
     )
+    # W&B's service writes the file after finish() returns: wait for its
+    # last record ('exit'), 60 s at most.
+    for _ in range(600):
+        try:
+            records = list(_wandb_records(path))
+        except Exception:  # a record still being written
+            records = []
+        if any(r.WhichOneof('record_type') == 'exit' for r in records):
+            break
+        time.sleep(0.1)
     rows, config, summary = [], {}, {}
-    for record in _wandb_records(path):
+    for record in records:
         kind = record.WhichOneof('record_type')
         if kind == 'history':
             rows.append(
@@ -180,6 +191,7 @@ def test_wandb_offline_gets_what_tensorboard_gets(tmp_path, monkeypatch):
     pytest.importorskip('wandb')
     monkeypatch.setenv('WANDB_MODE', 'offline')
     monkeypatch.setenv('WANDB_SILENT', 'true')
+    monkeypatch.setenv('WANDB_CONSOLE', 'off')  # leave pytest's capture
     # Were anything sent, it would go to a closed local port.
     monkeypatch.setenv('WANDB_BASE_URL', 'http://127.0.0.1:9')
     tracker = WandbTracker(project='test', mode='offline', dir=str(tmp_path))
