@@ -30,7 +30,7 @@ offline``) writes under ``dir``; ``MLflowTracker(tracking_uri=
 import importlib
 import re
 import time
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence
 
 import gin
 
@@ -97,6 +97,25 @@ def final_metrics(result: Dict[str, Any]) -> Dict[str, float]:
     }
 
 
+class Logged(NamedTuple):
+    """One TensorBoard write, as a tracker logs it.
+
+    Attributes:
+        split: ``'train'`` or ``'eval'``.
+        by_iteration: ``{'<split>/<tag>': value}`` at step ``iteration``.
+        iteration: the training iteration.
+        by_steps: ``{'<split>/Metrics_vs_EnvironmentSteps/<name>':
+            value}`` at step ``env_steps``.
+        env_steps: the run's environment steps.
+    """
+
+    split: str
+    by_iteration: Dict[str, float]
+    iteration: int
+    by_steps: Dict[str, float]
+    env_steps: int
+
+
 class Tracker(Callback):
     """Base of experiment trackers: opens the tracked run when training
     starts, logs every TensorBoard scalar as it is written, the gin
@@ -130,7 +149,7 @@ class Tracker(Callback):
             for k, v in scalars.items()
             if k.startswith(_METRICS)
         }
-        self._log(split, by_iteration, iteration, by_steps, env_steps)
+        self._log(Logged(split, by_iteration, iteration, by_steps, env_steps))
         return None
 
     def on_iterations_end(
@@ -158,14 +177,7 @@ class Tracker(Callback):
     def _open(self) -> None:
         raise NotImplementedError()
 
-    def _log(
-        self,
-        split: str,
-        by_iteration: Dict[str, float],
-        iteration: int,
-        by_steps: Dict[str, float],
-        env_steps: int,
-    ) -> None:
+    def _log(self, logged: Logged) -> None:
         raise NotImplementedError()
 
     def _log_hparams(self, hparams: Dict[str, Any]) -> None:
@@ -222,17 +234,10 @@ class WandbTracker(Tracker):
                 step_metric=split + '/env_steps',
             )
 
-    def _log(
-        self,
-        split: str,
-        by_iteration: Dict[str, float],
-        iteration: int,
-        by_steps: Dict[str, float],
-        env_steps: int,
-    ) -> None:
-        row = dict(by_iteration, **by_steps)
-        row[split + '/env_steps'] = env_steps
-        self.run.log(row, step=iteration)
+    def _log(self, logged: Logged) -> None:
+        row = dict(logged.by_iteration, **logged.by_steps)
+        row[logged.split + '/env_steps'] = logged.env_steps
+        self.run.log(row, step=logged.iteration)
 
     def _log_hparams(self, hparams: Dict[str, Any]) -> None:
         self.run.config.update(hparams, allow_val_change=True)
@@ -303,18 +308,11 @@ class MLflowTracker(Tracker):
             for k, v in values.items()
         ]
 
-    def _log(
-        self,
-        split: str,
-        by_iteration: Dict[str, float],
-        iteration: int,
-        by_steps: Dict[str, float],
-        env_steps: int,
-    ) -> None:
+    def _log(self, logged: Logged) -> None:
         self._client.log_batch(
             self.run_id,
-            metrics=self._metrics(by_iteration, iteration)
-            + self._metrics(by_steps, env_steps),
+            metrics=self._metrics(logged.by_iteration, logged.iteration)
+            + self._metrics(logged.by_steps, logged.env_steps),
         )
 
     def _log_hparams(self, hparams: Dict[str, Any]) -> None:
