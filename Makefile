@@ -1,8 +1,9 @@
 # Two entry points that work on a fresh machine with Python 3.11 and pip:
 #   make train   installs into .venv and trains A2C on CartPole-v1
 #   make test    installs into .venv (with the test, dist, export, atari,
-#                onnx and docs extras: pytest, ruff, mypy, Ray, LiteRT,
-#                ale-py, tf2onnx, onnxruntime, mkdocs) and runs
+#                onnx, docs, wandb and mlflow extras: pytest, ruff, mypy,
+#                Ray, LiteRT, ale-py, tf2onnx, onnxruntime, mkdocs, wandb,
+#                mlflow-skinny) and runs
 #                the suite, whose tests/test_lint.py runs ruff and mypy; then
 #                a quick part of it on Python 3.13 when an interpreter is found
 # For contributors (both install the test extras into .venv first):
@@ -37,7 +38,7 @@ install: $(VENV)/bin/python
 	$(QUIET_BUILD) $(VENV)/bin/pip install -q -e .
 
 install-test: $(VENV)/bin/python
-	$(QUIET_BUILD) $(VENV)/bin/pip install -q -e '.[test,dist,export,atari,onnx,docs]'
+	$(QUIET_BUILD) $(VENV)/bin/pip install -q -e '.[test,dist,export,atari,onnx,docs,wandb,mlflow]'
 	$(VENV)/bin/pip install -q --no-deps minatar==1.0.15
 
 train: install

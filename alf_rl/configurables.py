@@ -23,6 +23,7 @@ import alf_rl.environments.suite_unittest  # noqa: F401
 import alf_rl.networks  # noqa: F401
 import alf_rl.ops.losses as _losses
 import alf_rl.trainers  # noqa: F401
+import alf_rl.trainers.tracking  # noqa: F401
 import alf_rl.utils.normalizers  # noqa: F401
 import alf_rl.utils.schedules  # noqa: F401
 from alf_rl.utils.config_types import declare_param_types

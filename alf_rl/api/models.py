@@ -1,11 +1,12 @@
 """``Model``: one run of one algorithm, driven from Python.
 
 A model is a run directory plus gin settings: the example gin file of its
-algorithm family (``Model.example``, e.g. ``examples/ppo_cart_pole.gin``
-for ``PPO``) with the environment id, seed and ``bindings`` given here on
-top. ``learn`` builds the trainer exactly as ``alf-train`` would (in a gin
-configuration of its own, so that models never see each other's
-bindings), trains and keeps the trained algorithm for ``predict``.
+algorithm family (``Model.example``, e.g. the shipped example
+``ppo_cart_pole`` for ``PPO``, see ``FAMILIES``) with the environment id,
+seed and ``bindings`` given here on top. ``learn`` builds the trainer
+exactly as ``alf-train`` would (in a gin configuration of its own, so
+that models never see each other's bindings), trains and keeps the
+trained algorithm for ``predict``.
 
     model = alf_rl.PPO('CartPole-v1', root_dir='/tmp/ppo')
     model.learn(total_env_steps=20000)
@@ -17,23 +18,13 @@ bindings), trains and keeps the trained algorithm for ``predict``.
 import os
 import shutil
 import tempfile
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple, Type
 
 import numpy as np
 
+from alf_rl.runs.examples import find_example
 from alf_rl.runs.quiet import import_tensorflow
 from alf_rl.trainers.gin_scope import own_gin_config
-
-
-def examples_dir() -> str:
-    """The directory of the example gin files (a source checkout's
-    ``examples/``)."""
-    import alf_rl
-
-    return os.path.join(
-        os.path.dirname(os.path.dirname(os.path.abspath(alf_rl.__file__))),
-        'examples',
-    )
 
 
 class Model(object):
@@ -51,12 +42,14 @@ class Model(object):
         gin_files: gin files to use instead of the example.
         module_paths: directories holding user modules the gin files
             import (as ``--module_path``).
+        example: a shipped example to start from instead of the family's
+            (``alf-train --example``'s names, e.g. ``'sac_hopper'``).
     Raises:
-        ValueError: no gin file to start from (the example files are not
-            there: pass ``gin_files``).
+        ValueError: no gin file to start from, or an unknown example
+            (one line with the close names).
     """
 
-    #: The example gin file the family's defaults come from.
+    #: The shipped example the family's defaults come from.
     example = ''
 
     def __init__(
@@ -67,15 +60,16 @@ class Model(object):
         bindings: Optional[Dict[str, Any]] = None,
         gin_files: Sequence[str] = (),
         module_paths: Sequence[str] = (),
+        example: Optional[str] = None,
     ):
+        example = example or self.example
         if not gin_files:
-            path = os.path.join(examples_dir(), self.example)
-            if not self.example or not os.path.exists(path):
+            if not example:
                 raise ValueError(
-                    '%s: the example gin file %r is not there; pass '
-                    'gin_files=[...]' % (type(self).__name__, path)
+                    '%s: no gin file to start from; pass gin_files=[...] '
+                    'or example=NAME' % type(self).__name__
                 )
-            gin_files = [path]
+            gin_files = [find_example(example, type(self).__name__)]
         self.root_dir = root_dir or tempfile.mkdtemp(prefix='alf_rl-')
         self._gin_files = list(gin_files)
         self._module_paths = list(module_paths)
@@ -274,50 +268,34 @@ def load(path: str, module_paths: Sequence[str] = ()) -> Model:
     return model
 
 
-class A2C(Model):
-    """``ActorCriticAlgorithm``: defaults from
-    ``examples/ac_cart_pole.gin``."""
-
-    example = 'ac_cart_pole.gin'
-
-
-class PPO(Model):
-    """``PPOAlgorithm``: defaults from
-    ``examples/ppo_cart_pole.gin``."""
-
-    example = 'ppo_cart_pole.gin'
-
-
-class SAC(Model):
-    """``SacAlgorithm``: defaults from
-    ``examples/sac_pendulum.gin``."""
-
-    example = 'sac_pendulum.gin'
+#: The model families: name -> (what it trains, the shipped example its
+#: settings start from). Each is a ``Model`` subclass of that name.
+FAMILIES: Dict[str, Tuple[str, str]] = {
+    'A2C': ('ActorCriticAlgorithm', 'ac_cart_pole'),
+    'PPO': ('PPOAlgorithm', 'ppo_cart_pole'),
+    'SAC': ('SacAlgorithm', 'sac_pendulum'),
+    'DDPG': ('DdpgAlgorithm', 'ddpg_pendulum'),
+    'TD3': ('Td3Algorithm', 'td3_pendulum'),
+    'DQN': ('DqnAlgorithm', 'dqn_cart_pole'),
+    'MBRL': ('MbrlAlgorithm', 'mbrl_pendulum'),
+}
 
 
-class DDPG(Model):
-    """``DdpgAlgorithm``: defaults from
-    ``examples/ddpg_pendulum.gin``."""
-
-    example = 'ddpg_pendulum.gin'
-
-
-class TD3(Model):
-    """TD3 (twin critics, delayed actor updates): defaults from
-    ``examples/td3_pendulum.gin``."""
-
-    example = 'td3_pendulum.gin'
+def _family(name: str) -> Type[Model]:
+    """The ``Model`` subclass of the family ``name`` (``FAMILIES``)."""
+    algorithm, example = FAMILIES[name]
+    doc = '``%s``: a ``Model`` starting from the shipped example ``%s``.' % (
+        algorithm,
+        example,
+    )
+    attrs = {'example': example, '__doc__': doc, '__module__': __name__}
+    return type(name, (Model,), attrs)
 
 
-class DQN(Model):
-    """``DqnAlgorithm``: defaults from
-    ``examples/dqn_cart_pole.gin``."""
-
-    example = 'dqn_cart_pole.gin'
-
-
-class MBRL(Model):
-    """``MbrlAlgorithm``: defaults from
-    ``examples/mbrl_pendulum.gin``."""
-
-    example = 'mbrl_pendulum.gin'
+A2C = _family('A2C')
+PPO = _family('PPO')
+SAC = _family('SAC')
+DDPG = _family('DDPG')
+TD3 = _family('TD3')
+DQN = _family('DQN')
+MBRL = _family('MBRL')

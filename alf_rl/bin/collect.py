@@ -19,12 +19,12 @@ or measured over ``--reference_episodes`` episodes of a uniformly random
 policy and of the run's greedy policy.
 """
 
-import sys
 from typing import Any, List, Optional, Sequence
 
 from absl import app, flags
 
-from alf_rl.runs.quiet import import_tensorflow, run_app
+from alf_rl.runs.commands import run_command
+from alf_rl.runs.quiet import run_app
 from alf_rl.runs.restore import restore_run
 
 FLAGS = flags.FLAGS
@@ -198,13 +198,11 @@ def _env_name(gin: Any) -> Optional[str]:
 def _main(argv):
     if len(argv) > 1:
         raise app.UsageError('unexpected arguments: %s' % argv[1:])
-    import_tensorflow()
     if not FLAGS.root_dir or not FLAGS.out:
         raise app.UsageError('--root_dir and --out are required')
-    from alf_rl.utils.checkpoint import CheckpointError
-
-    try:
-        collect(
+    run_command(
+        'alf-collect',
+        lambda: collect(
             FLAGS.root_dir,
             FLAGS.out,
             FLAGS.episodes,
@@ -217,10 +215,8 @@ def _main(argv):
             FLAGS.gin_param,
             FLAGS.max_episode_steps,
             FLAGS.random_seed,
-        )
-    except (ValueError, CheckpointError) as e:
-        print('alf-collect: error: %s' % e, file=sys.stderr)
-        sys.exit(1)
+        ),
+    )
 
 
 def main() -> None:

@@ -19,11 +19,11 @@ for categorical actions, ``eps*`` for continuous ones). See docs/export.md
 for a plain-TensorFlow program that plays the exported policy.
 """
 
-import sys
 from typing import List, Sequence
 
 from absl import app, flags
 
+from alf_rl.runs.commands import run_command
 from alf_rl.runs.quiet import import_tensorflow, run_app
 
 FLAGS = flags.FLAGS
@@ -91,14 +91,9 @@ def _main(argv):
         raise app.UsageError('unexpected arguments: %s' % argv[1:])
     if not FLAGS.root_dir or not FLAGS.out:
         raise app.UsageError('--root_dir and --out are required')
-    import_tensorflow()
-    from alf_rl.utils.checkpoint import CheckpointError
-    try:
-        export(FLAGS.root_dir, FLAGS.out, FLAGS.format, FLAGS.stochastic,
-               FLAGS.gin_param or (), FLAGS.module_path or ())
-    except (ValueError, CheckpointError) as e:
-        print('alf-export: error: %s' % e, file=sys.stderr)
-        sys.exit(1)
+    run_command('alf-export', lambda: export(
+        FLAGS.root_dir, FLAGS.out, FLAGS.format, FLAGS.stochastic,
+        FLAGS.gin_param or (), FLAGS.module_path or ()))
 
 
 def main() -> None:

@@ -10,6 +10,7 @@ Usage::
         [--seeds 0,1,2] [--num_parallel N] [--random_samples K --seed S] \
         [--module_path DIR] [--metric AverageReturn] [--dry_run] [--force] \
         [--skip_binding_check]
+    alf-grid-search --example ppo_cart_pole --root_dir PARENT --grid ...
     alf-grid-search --summarize PARENT [--metric AverageReturn]
     alf-grid-search ... --optuna N     # TPE over the --grid choices
 
@@ -55,6 +56,7 @@ import argparse
 import sys
 from typing import Optional, Sequence
 
+from alf_rl.runs.examples import gin_files_with_examples
 from alf_rl.tune.search import SearchOptions, default_parallel, run_search
 from alf_rl.tune.summary import summarize
 
@@ -66,6 +68,9 @@ def _parser() -> argparse.ArgumentParser:
         description=' '.join(__doc__.split('\n\n')[0].split()))
     add = p.add_argument
     add('--gin_file', action='append', default=[], help='Gin config files.')
+    add('--example', action='append', default=[],
+        help="A shipped example by name, e.g. 'ppo_cart_pole' (before the "
+        '--gin_file files); repeatable.')
     add('--root_dir', help='Parent directory of the search (resumable).')
     add('--grid', action='append', default=[],
         help="Values to search: 'Configurable.param=[v1, v2]' (repeatable).")
@@ -104,7 +109,8 @@ def _parser() -> argparse.ArgumentParser:
 def _options(args: argparse.Namespace) -> SearchOptions:
     """The search of parsed flags."""
     return SearchOptions(
-        gin_files=args.gin_file, root_dir=args.root_dir, grid=args.grid,
+        gin_files=gin_files_with_examples(args.gin_file, args.example),
+        root_dir=args.root_dir, grid=args.grid,
         gin_params=args.gin_param, seeds=args.seeds,
         num_parallel=args.num_parallel, random_samples=args.random_samples,
         seed=args.seed, module_paths=args.module_path, metric=args.metric,

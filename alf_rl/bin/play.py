@@ -20,12 +20,12 @@ needs the ``[render]`` extra: imageio + ffmpeg).
 """
 
 import os
-import sys
 import time
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from absl import app, flags
 
+from alf_rl.runs.commands import run_command
 from alf_rl.runs.quiet import import_tensorflow, run_app
 from alf_rl.runs.restore import restore_run
 from alf_rl.runs.video import write_video
@@ -242,17 +242,12 @@ def _play_episodes(env: Any, step_fn: Callable, initial_state_fn: Callable,
 def _main(argv):
     if len(argv) > 1:
         raise app.UsageError('unexpected arguments: %s' % argv[1:])
-    import_tensorflow()
     if not FLAGS.root_dir:
         raise app.UsageError('--root_dir is required')
-    from alf_rl.utils.checkpoint import CheckpointError
-    try:
-        play(FLAGS.root_dir, FLAGS.num_episodes, FLAGS.record_file, FLAGS.fps,
-             FLAGS.gin_param, FLAGS.max_episode_steps, FLAGS.random_seed,
-             FLAGS.policy, FLAGS.module_path or ())
-    except (ValueError, CheckpointError) as e:
-        print('alf-play: error: %s' % e, file=sys.stderr)
-        sys.exit(1)
+    run_command('alf-play', lambda: play(
+        FLAGS.root_dir, FLAGS.num_episodes, FLAGS.record_file, FLAGS.fps,
+        FLAGS.gin_param, FLAGS.max_episode_steps, FLAGS.random_seed,
+        FLAGS.policy, FLAGS.module_path or ()))
 
 
 def main() -> None:

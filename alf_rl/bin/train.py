@@ -5,6 +5,11 @@ Usage::
     alf-train --gin_file examples/ac_cart_pole.gin --root_dir DIR \
         [--gin_param 'TrainerConfig.num_iterations=200'] \
         [--module_path DIR_OF_MY_MODULES] [--fresh_start | --from_checkpoint N]
+    alf-train --example ppo_cart_pole --root_dir DIR
+
+``--example NAME`` is a gin file shipped with alf_rl (``examples/NAME.gin``
+of the source tree), usable from any directory; so is a ``--gin_file
+examples/NAME.gin`` not found under the current directory.
 
 Rerunning the same command on the same ``DIR`` resumes from the newest
 checkpoint that reads back completely (counters continue; a corrupt newer
@@ -49,10 +54,11 @@ directory given with ``--module_path`` (searched first, like
 
 import os
 import sys
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, NoReturn, Optional, Sequence
 
 from absl import app, flags
 
+from alf_rl.runs.examples import gin_files_with_examples
 from alf_rl.runs.gin_files import (add_module_paths, check_gin_syntax,  # noqa: F401
                                    parse_gin)
 from alf_rl.runs.quiet import import_tensorflow, run_app
@@ -67,6 +73,9 @@ FLAGS = flags.FLAGS
 def _define_flags():
     """Defines the command-line flags (only when run as a script)."""
     flags.DEFINE_multi_string('gin_file', None, 'Paths to gin config files.')
+    flags.DEFINE_multi_string(
+        'example', None, "A shipped example by name, e.g. 'ppo_cart_pole' "
+        '(before the --gin_file files); repeatable.')
     flags.DEFINE_multi_string('gin_param', None,
                               "Gin bindings, e.g. 'TrainerConfig.num_iterations=10'.")
     flags.DEFINE_string('root_dir', None, 'Directory of the run (resumable).')
@@ -213,7 +222,7 @@ def _rerun() -> str:
     return 'rerun without ' + rescue if rescue else 'rerun the same command'
 
 
-def _fail(message: str, lock: Optional[RunDirLock] = None) -> None:
+def _fail(message: str, lock: Optional[RunDirLock] = None) -> NoReturn:
     """Prints ``alf-train: error: MESSAGE`` (on one line, naming the gin
     configurable it was raised in) and exits 1, first releasing ``lock``
     (removing the lock file this start created, and the ``root_dir`` it
@@ -228,26 +237,37 @@ def _fail(message: str, lock: Optional[RunDirLock] = None) -> None:
     sys.exit(1)
 
 
+def _check_before_tensorflow():
+    """Everything that can be checked without TensorFlow, before it: the
+    gin files (``--example`` by name) and their syntax, ``--module_path``
+    and the run directory's lock (one line and exit 1 on a failure).
+
+    Returns:
+        ``(gin_files, lock)``: the gin file paths and the held lock.
+    """
+    try:
+        gin_files = gin_files_with_examples(FLAGS.gin_file or (),
+                                            FLAGS.example or ())
+        check_gin_syntax(gin_files, FLAGS.gin_param)
+        add_module_paths(FLAGS.module_path or ())
+        return gin_files, RunDirLock(FLAGS.root_dir).acquire()
+    except (ValueError, RunDirError) as e:
+        _fail(str(e))
+
+
 def _main(argv):
     if len(argv) > 1:
         raise app.UsageError('unexpected arguments: %s' % argv[1:])
     if not FLAGS.root_dir:
         raise app.UsageError('--root_dir is required')
-    if not FLAGS.gin_file:
-        raise app.UsageError('--gin_file is required')
-    # Everything that can be checked without TensorFlow, before it.
-    lock = None
-    try:
-        check_gin_syntax(FLAGS.gin_file, FLAGS.gin_param)
-        add_module_paths(FLAGS.module_path or ())
-        lock = RunDirLock(FLAGS.root_dir).acquire()
-    except (ValueError, RunDirError) as e:
-        _fail(str(e))
+    if not FLAGS.gin_file and not FLAGS.example:
+        raise app.UsageError('--gin_file or --example is required')
+    gin_files, lock = _check_before_tensorflow()
     tf = import_tensorflow(start_runtime=False)  # train() starts it
     from alf_rl.trainers.errors import TrainingError
     _stop_on_first_signal()
     try:
-        result = train(FLAGS.root_dir, FLAGS.gin_file, FLAGS.gin_param,
+        result = train(FLAGS.root_dir, gin_files, FLAGS.gin_param,
                        FLAGS.module_path or (), FLAGS.fresh_start,
                        FLAGS.from_checkpoint)
     except TrainingError as e:

@@ -19,6 +19,8 @@ import sys
 import tokenize
 from typing import List, Optional, Sequence
 
+from alf_rl.runs.examples import examples_dir, resolve_gin_file
+
 
 def add_module_paths(module_paths: Sequence[str] = (),
                      include_cwd: bool = True) -> None:
@@ -60,17 +62,18 @@ class _DropMessages(logging.Filter):
         return not str(record.msg).startswith(self._prefix)
 
 
-def _add_gin_search_path(directory):
+def _add_gin_search_path(directory, last=False):
     """Lets ``include 'other.gin'`` resolve next to the including file.
 
     Searched before gin's default (the working directory): otherwise gin's
     package-resource lookup logs a spurious 'Path not found' error first.
+    ``last``: searched after all others (the shipped examples).
     """
     import gin
     prefixes = getattr(gin.config, '_LOCATION_PREFIXES', None)
     if isinstance(prefixes, list):
         if directory not in prefixes:
-            prefixes.insert(0, directory)
+            prefixes.insert(len(prefixes) if last else 0, directory)
     else:
         gin.add_config_file_search_path(directory)
 
@@ -82,8 +85,10 @@ def check_gin_syntax(gin_files: Optional[Sequence[str]],
 
     Names are not checked here (that needs the configurables registered;
     ``parse_gin`` does it). ``include`` lines are followed when the
-    included file is found next to the including one or in the current
-    directory (where ``parse_gin`` looks).
+    included file is found next to the including one, in the current
+    directory or among the shipped examples (where ``parse_gin`` looks).
+    A missing ``examples/NAME.gin`` is the shipped example
+    (``alf_rl.runs.examples.resolve_gin_file``).
 
     Args:
         gin_files: gin file paths.
@@ -113,14 +118,15 @@ def check_gin_syntax(gin_files: Optional[Sequence[str]],
             raise ValueError("gin file %s: %s" % (path, _syntax(e))) from None
         for statement in statements:
             if isinstance(statement, config_parser.IncludeStatement):
-                for base in (os.path.dirname(path), os.getcwd()):
+                for base in (os.path.dirname(path), os.getcwd(),
+                             examples_dir()):
                     candidate = os.path.join(base, statement.filename)
                     if os.path.isfile(candidate):
                         _check_file(candidate)
                         break
 
     for path in gin_files or ():
-        _check_file(path)
+        _check_file(resolve_gin_file(path))
     for binding in gin_params or ():
         try:
             list(_parse(binding))
@@ -161,7 +167,12 @@ def parse_gin(gin_files: Optional[Sequence[str]],
     """Parses gin files and bindings with a clear error on a bad binding.
 
     A gin file may ``include`` another one by a path relative to its own
-    directory (e.g. ``include 'sac_pendulum.gin'`` in ``examples/``). The
+    directory (e.g. ``include 'sac_pendulum.gin'`` in ``examples/``), the
+    current directory or the shipped examples (``alf_rl.runs.examples``),
+    searched in this order; its ``import my_module`` lines find modules
+    next to it too (its directory is searched after the installed
+    packages and ``--module_path``). A missing ``examples/NAME.gin`` is
+    the shipped example (``resolve_gin_file``). The
     files are parsed first, then each binding on its own, so an error says
     where it came from; an unknown name gets the nearest known one
     suggested. Then every bound value is checked against its parameter's
@@ -182,10 +193,15 @@ def parse_gin(gin_files: Optional[Sequence[str]],
     """
     import gin
     import alf_rl.configurables  # noqa: F401 (registers gin names)
-    for path in gin_files or []:
+    gin_files = [resolve_gin_file(path) for path in gin_files or []]
+    for path in gin_files:
         if not os.path.exists(path):
             raise ValueError("gin file not found: %s" % path)
-        _add_gin_search_path(os.path.dirname(os.path.abspath(path)))
+        directory = os.path.dirname(os.path.abspath(path))
+        _add_gin_search_path(directory)
+        if directory not in sys.path:  # for the file's `import` lines
+            sys.path.append(directory)
+    _add_gin_search_path(examples_dir(), last=True)
     # Absolute paths: gin then opens them directly instead of trying every
     # search path (and logging a spurious error for each miss).
     gin_files = [os.path.abspath(path) for path in gin_files or []]

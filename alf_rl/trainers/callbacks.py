@@ -12,6 +12,11 @@ budget is reached (``alf-train`` exits 0; rerunning it resumes).
 A hook that raises stops the run with a ``CallbackError`` naming the
 callback and its hook, after a checkpoint of the (still good) model.
 
+The built-in early stop is one of them: ``StopAtAverageReturn``
+(``TrainerConfig.stop_at_average_return`` installs it). Experiment
+trackers too (``alf_rl.trainers.tracking``): they also receive every
+TensorBoard summary through the optional ``on_summaries`` hook.
+
 From Python: ``trainer.train(callbacks=[...])``. From gin::
 
     import my_callbacks
@@ -22,7 +27,9 @@ from typing import Any, Dict, List, Optional, Protocol, Sequence
 from typing import runtime_checkable
 
 import gin
+import tensorflow as tf
 
+from alf_rl.metrics.training_metrics import TrainingMetrics
 from alf_rl.trainers.errors import TrainingError
 
 
@@ -80,6 +87,24 @@ class Callback(object):
     def on_training_end(self, result: Dict[str, Any]) -> None:
         """Training ended with ``result``."""
 
+    def on_summaries(
+        self,
+        split: str,
+        scalars: Dict[str, float],
+        iteration: int,
+        env_steps: int,
+    ) -> Optional[bool]:
+        """Optional hook (not in ``TrainingCallback``: a callback without
+        it is not called): the trainer wrote ``scalars`` to TensorBoard
+        under ``split`` (``'train'`` or ``'eval'``) at step ``iteration``,
+        and each ``'Metrics/<name>'`` of them also as
+        ``'Metrics_vs_EnvironmentSteps/<name>'`` at step ``env_steps``."""
+        return None
+
+
+#: Hooks a callback may leave out (``CallbackList.call`` skips it).
+OPTIONAL_HOOKS = ('on_summaries',)
+
 
 class CallbackError(TrainingError):
     """A callback raised: the run stopped (after a checkpoint when the
@@ -95,10 +120,16 @@ class CallbackError(TrainingError):
 
 @gin.configurable
 class StopAtAverageReturn(Callback):
-    """Stops training once the run's average training return reaches
-    ``threshold`` (after an episode has ended), as
-    ``TrainerConfig.stop_at_average_return`` does; that setting is also
-    checked inside a compiled call, this callback after each call.
+    """Stops training once the run's average training return
+    (``Metrics/AverageReturn``) reaches ``threshold``, after an episode
+    has ended (like Stable-Baselines3's ``StopTrainingOnRewardThreshold``).
+
+    ``TrainerConfig.stop_at_average_return=X`` is the shorthand that
+    installs ``StopAtAverageReturn(X)`` in every ``Trainer.train`` of the
+    run; the trainer then also checks ``stop_condition`` in the graph
+    after every iteration of a compiled call (a call of many iterations
+    stops at the first that reaches it). Passed in ``callbacks=[...]`` or
+    from gin, it checks after each call.
 
     Args:
         threshold: the average return to reach.
@@ -116,6 +147,34 @@ class StopAtAverageReturn(Callback):
         return metrics.get('Metrics/AverageReturn', float('-inf')) >= (
             self.threshold
         )
+
+    def stop_condition(self, metrics: TrainingMetrics) -> tf.Tensor:
+        """In-graph: an episode has ended and the average return reached
+        ``threshold`` (AverageReturn is 0 before any episode: no score).
+
+        Args:
+            metrics: the run's ``TrainingMetrics``.
+        Returns:
+            A scalar bool tensor.
+        """
+        return tf.logical_and(
+            metrics.episodes.result() > 0,
+            metrics.average_return.result() >= self.threshold,
+        )
+
+
+def config_callbacks(
+    stop_at_average_return: Optional[float],
+) -> List[StopAtAverageReturn]:
+    """The callbacks a ``TrainerConfig`` installs through its shorthand
+    settings: ``StopAtAverageReturn(stop_at_average_return)`` when set.
+
+    Args:
+        stop_at_average_return: ``TrainerConfig.stop_at_average_return``.
+    """
+    if stop_at_average_return is None:
+        return []
+    return [StopAtAverageReturn(stop_at_average_return)]
 
 
 @gin.configurable
@@ -160,6 +219,8 @@ class CallbackList(object):
             CallbackError: a hook raised (naming its class and hook).
         """
         for c in self.callbacks:
+            if hook in OPTIONAL_HOOKS and not hasattr(c, hook):
+                continue
             try:
                 if getattr(c, hook)(*args) is True:
                     self.stop_requested = True

@@ -317,7 +317,9 @@ class TrainerConfig(object):
         random_seed: seed of everything (None: random).
         stop_at_average_return: if set, stop (with a checkpoint) once the
             training ``AverageReturn`` metric reaches it, like
-            Stable-Baselines3's ``StopTrainingOnRewardThreshold``.
+            Stable-Baselines3's ``StopTrainingOnRewardThreshold``: the
+            shorthand that installs the ``StopAtAverageReturn`` callback
+            (``alf_rl.trainers.callbacks``).
         metrics: the user's own metrics, updated in the graph with every
             training time step beside the standard four, checkpointed and
             written to TensorBoard as ``Metrics/<name>``: ``StepMetric``

@@ -4,16 +4,24 @@ summaries (``report.summary_interval``), a greedy evaluation
 (``evaluation.eval_interval``), a checkpoint
 (``checkpoint.checkpoint_interval``) and the progress line
 (``report.progress_interval_secs``), and the user's callbacks
-(``alf_rl.trainers.callbacks``) after each of them.
+(``alf_rl.trainers.callbacks``) after each of them; and the in-graph
+stopping rule of a compiled call (``stop_condition``).
 """
 
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, Sequence
+
+import tensorflow as tf
 
 from alf_rl.metrics.training_metrics import TrainingMetrics
-from alf_rl.trainers.callbacks import CallbackList
+from alf_rl.trainers.callbacks import (
+    CallbackList,
+    TrainingCallback,
+    config_callbacks,
+    training_callbacks,
+)
 from alf_rl.trainers.checkpoints import RunCheckpoints
 from alf_rl.trainers.config import TrainerConfig
-from alf_rl.trainers.progress import RunClock
+from alf_rl.trainers.progress import RunClock, stop_condition
 from alf_rl.trainers.summaries import RunSummaries
 from alf_rl.utils import summary as summary_utils
 
@@ -50,8 +58,39 @@ class PeriodicWork(object):
         self._evaluate = evaluate
         self._extra_summaries = extra_summaries
         self._report_progress = report_progress
-        #: The user's callbacks of the current ``Trainer.train``.
+        #: The callbacks of the current ``Trainer.train``.
         self.callbacks = CallbackList()
+        # TrainerConfig's shorthands (stop_at_average_return): first in
+        # every train(), their conditions also checked in the graph.
+        self._config_callbacks = config_callbacks(
+            config.stop_at_average_return
+        )
+
+    def use_callbacks(self, callbacks: Sequence[TrainingCallback]) -> None:
+        """The callbacks of a ``Trainer.train``: those of ``TrainerConfig``,
+        then ``callbacks``, then the gin-configured ones
+        (``training_callbacks``).
+
+        Raises:
+            TypeError: an object without the ``TrainingCallback`` hooks.
+        """
+        self.callbacks = CallbackList(
+            self._config_callbacks + list(callbacks) + training_callbacks()
+        )
+        self._summaries.callbacks = self.callbacks  # on_summaries
+
+    def stop_condition(self) -> tf.Tensor:
+        """In-graph: the step budget reached (``progress.stop_condition``)
+        or a ``TrainerConfig`` callback's condition
+        (``StopAtAverageReturn.stop_condition``) holds.
+
+        Returns:
+            A scalar bool tensor, checked after every iteration of a call.
+        """
+        stop = stop_condition(self._config, self._metrics)
+        for callback in self._config_callbacks:
+            stop = tf.logical_or(stop, callback.stop_condition(self._metrics))
+        return stop
 
     def after_call(
         self,

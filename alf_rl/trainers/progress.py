@@ -238,9 +238,9 @@ class ProgressReporter(object):
 
 def budget_reached(config: TrainerConfig, metrics: TrainingMetrics,
                    iteration: int) -> bool:
-    """Whether the run is done: ``num_iterations`` or ``num_env_steps``
-    reached, or ``stop_at_average_return`` (once an episode has ended,
-    after at least one iteration of this run's budget).
+    """Whether the run's budget is spent: ``num_iterations`` or
+    ``num_env_steps`` reached (``stop_at_average_return`` is a callback's,
+    ``StopAtAverageReturn``).
 
     Args:
         config: the run's settings.
@@ -250,27 +250,19 @@ def budget_reached(config: TrainerConfig, metrics: TrainingMetrics,
     c, m = config, metrics
     if c.num_iterations > 0 and iteration >= c.num_iterations:
         return True
-    if (c.stop_at_average_return is not None and iteration > 0
-            and m.scored() and float(m.average_return.result()) >=
-            c.stop_at_average_return):
-        return True
     return c.num_env_steps > 0 and m.num_env_steps() >= c.num_env_steps
 
 
 def stop_condition(config: TrainerConfig,
                    metrics: TrainingMetrics) -> tf.Tensor:
-    """In-graph: the step budget or ``stop_at_average_return`` reached.
+    """In-graph: the step budget reached (the trainer adds its
+    callbacks' conditions, ``StopAtAverageReturn.stop_condition``).
 
     Returns:
         a scalar bool tensor (checked after every iteration of a call).
     """
     c, m = config, metrics
     stop = tf.constant(False)
-    if c.stop_at_average_return is not None:
-        # AverageReturn is 0 until an episode ends: not a score yet.
-        stop = tf.logical_or(stop, tf.logical_and(
-            m.episodes.result() > 0,
-            m.average_return.result() >= c.stop_at_average_return))
     if c.num_env_steps > 0:
         stop = tf.logical_or(stop, m.env_steps.result() >= c.num_env_steps)
     return stop

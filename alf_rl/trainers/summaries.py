@@ -47,6 +47,9 @@ class RunSummaries(object):
         self._flush_secs = flush_secs
         self._evaluate = evaluate
         self._writers: Dict[str, Any] = {}
+        #: The run's ``CallbackList`` (set by ``PeriodicWork``): told of
+        #: every write (``on_summaries``, e.g. experiment trackers).
+        self.callbacks: Any = None
 
     def open(self) -> None:
         """Starts new event files for a ``train()`` call: closes those of
@@ -89,7 +92,7 @@ class RunSummaries(object):
                     env_steps: int) -> None:
         """Writes ``scalars`` under ``train/`` at ``iteration``, and those
         tagged ``Metrics/...`` also at ``env_steps``."""
-        self._write(self._writer('train'), scalars, iteration, env_steps)
+        self._write('train', scalars, iteration, env_steps)
 
     def write_eval(self, scalars: Dict[str, float], iteration: int,
                    env_steps: int) -> None:
@@ -101,16 +104,19 @@ class RunSummaries(object):
         if not self._evaluate:
             raise ValueError("RunSummaries(evaluate=False) writes no eval/ "
                              "summaries")
-        self._write(self._writer('eval'), scalars, iteration, env_steps)
+        self._write('eval', scalars, iteration, env_steps)
 
-    @staticmethod
-    def _write(writer, scalars, iteration, env_steps):
-        with writer.as_default():
+    def _write(self, split, scalars, iteration, env_steps):
+        with self._writer(split).as_default():
             summary_utils.write_scalars(scalars, iteration)
             for tag, value in scalars.items():
                 if tag.startswith(_METRICS):
                     tf.summary.scalar(_VS_STEPS + tag[len(_METRICS):],
                                       value, step=env_steps)
+        if self.callbacks is not None:
+            self.callbacks.call('on_summaries', iteration, split,
+                                {k: float(v) for k, v in scalars.items()},
+                                iteration, env_steps)
 
     def write_config(self) -> None:
         """Writes ``config.gin`` (the operative gin configuration),

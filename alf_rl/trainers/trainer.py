@@ -40,8 +40,7 @@ import tensorflow as tf
 
 from alf_rl.environments.tf_environment import TFEnvironment
 from alf_rl.metrics.training_metrics import TrainingMetrics
-from alf_rl.trainers.callbacks import (CallbackList, TrainingCallback,
-                                       training_callbacks)
+from alf_rl.trainers.callbacks import TrainingCallback
 from alf_rl.trainers.checkpoints import RunCheckpoints, run_state_objects
 from alf_rl.trainers.config import TrainerConfig
 from alf_rl.trainers.env_sources import EnvSource
@@ -49,7 +48,7 @@ from alf_rl.trainers.errors import TrainingError, raise_training_error
 from alf_rl.trainers.gin_scope import GinState, own_gin_config
 from alf_rl.trainers.periodic import PeriodicWork
 from alf_rl.trainers.progress import (ProgressReporter, RunClock,
-                                      budget_reached, stop_condition)
+                                      budget_reached)
 from alf_rl.trainers.run_modules import write_run_modules
 from alf_rl.trainers.run_setup import BuiltRun, build_run
 from alf_rl.trainers.summaries import RunSummaries
@@ -162,8 +161,8 @@ class Trainer(object):
                                  self._evaluator)
 
     def _stop_condition(self) -> tf.Tensor:
-        """In-graph: the run is done (see ``progress.stop_condition``)."""
-        return stop_condition(self._config, self._metrics)
+        """In-graph: the run is done (``PeriodicWork.stop_condition``)."""
+        return self._periodic.stop_condition()
 
     # ------------------------------------------------------------ public
     @property
@@ -224,8 +223,9 @@ class Trainer(object):
 
         Args:
             callbacks: ``TrainingCallback`` objects (``Callback``
-                subclasses), called before the gin-configured ones
-                (``training_callbacks``); see ``alf_rl.trainers.callbacks``.
+                subclasses), called after those of ``TrainerConfig``
+                (``StopAtAverageReturn``) and before the gin-configured
+                ones (``training_callbacks``); see ``alf_rl.trainers.callbacks``.
 
         Holds the run directory's lock (``RunDirLock``) while it runs.
         Resumes from the newest checkpoint that reads back completely (see
@@ -255,8 +255,7 @@ class Trainer(object):
         """
         with own_gin_config(self._gin_state.pop(), keep=self._gin_state), \
                 self._checkpoints.locked():
-            self._periodic.callbacks = CallbackList(
-                list(callbacks) + training_callbacks())
+            self._periodic.use_callbacks(callbacks)
             return self._train_locked()
 
     def _train_locked(self):

@@ -52,7 +52,9 @@ def test_learn_predict_save_load_and_resume(tmp_path):
 
 def test_every_family_has_its_example():
     from alf_rl.api import models
+    from alf_rl.runs.examples import find_example
 
+    assert sorted(models.FAMILIES) == sorted(alf_rl.api.__all__[:-2])
     for cls in (
         alf_rl.A2C,
         alf_rl.PPO,
@@ -62,9 +64,10 @@ def test_every_family_has_its_example():
         alf_rl.DQN,
         alf_rl.MBRL,
     ):
-        assert issubclass(cls, alf_rl.Model)
-        assert os.path.exists(
-            os.path.join(models.examples_dir(), cls.example)
-        ), cls
+        assert (
+            issubclass(cls, alf_rl.Model) and cls.__name__ in models.FAMILIES
+        )
+        assert os.path.exists(find_example(cls.example)), cls
+        assert cls.example in cls.__doc__
     with pytest.raises(AttributeError):
         alf_rl.NoSuchModel  # noqa: B018

@@ -131,3 +131,23 @@ def test_stop_at_average_return_and_the_protocol():
         TypeError, match="callbacks: 3 lacks the TrainingCallback hooks"
     ):
         CallbackList([3])
+
+
+def test_the_config_shorthand_installs_the_callback_first(tmp_path):
+    recorder = Recorder()
+    result = train(
+        str(tmp_path / 'run'),
+        [AC],
+        SHORT + ['TrainerConfig.stop_at_average_return=1.0'],
+        callbacks=[recorder],
+    )
+    # The built-in stop asked first: the user's callback still saw the
+    # call it ended on, and the run ended cleanly there.
+    assert 1 < result['iterations'] <= 3
+    assert recorder.calls[-1] == ('end', result['iterations'])
+    assert ('iterations', result['iterations']) in recorder.calls
+    from alf_rl.trainers.callbacks import config_callbacks
+
+    (stop,) = config_callbacks(1.0)
+    assert isinstance(stop, StopAtAverageReturn) and stop.threshold == 1.0
+    assert config_callbacks(None) == []

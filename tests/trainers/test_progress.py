@@ -5,6 +5,7 @@ import tensorflow as tf
 from alf_rl.data_structures import StepType, TimeStep
 from alf_rl.metrics import TrainingMetrics
 from alf_rl.trainers import TrainerConfig
+from alf_rl.trainers.callbacks import StopAtAverageReturn
 from alf_rl.trainers.progress import (ProgressReporter, RunClock,
                                       budget_reached, format_secs,
                                       progress_line, stop_condition)
@@ -92,12 +93,18 @@ def test_budget_and_stop_condition():
                            num_iterations=0, num_env_steps=4)
     assert budget_reached(config, metrics, 1)
     assert bool(stop_condition(config, metrics))
+    # The score is StopAtAverageReturn's (a callback), not the budget's.
     config = TrainerConfig(root_dir='/tmp/unused', algorithm_ctor=len,
                            num_iterations=10, stop_at_average_return=3.0)
-    assert not budget_reached(config, metrics, 0)  # no iteration of its own
-    assert budget_reached(config, metrics, 1)
-    assert bool(stop_condition(config, metrics))
-    config = TrainerConfig(root_dir='/tmp/unused', algorithm_ctor=len,
-                           num_iterations=10, stop_at_average_return=3.5)
     assert not budget_reached(config, metrics, 5)
     assert not bool(stop_condition(config, metrics))
+    assert budget_reached(config, metrics, 10)
+    stop = StopAtAverageReturn(3.0)
+    assert bool(stop.stop_condition(metrics))
+    assert stop.on_iterations_end(1, metrics.scalars())
+    stop = StopAtAverageReturn(3.5)
+    assert not bool(stop.stop_condition(metrics))
+    assert not stop.on_iterations_end(1, metrics.scalars())
+    # Before any episode ended, AverageReturn's 0 is not a score.
+    assert not bool(StopAtAverageReturn(-1.0).stop_condition(
+        TrainingMetrics(2)))
