@@ -52,9 +52,8 @@ directory given with ``--module_path`` (searched first, like
 ``PYTHONPATH``; repeatable).
 """
 
-import os
 import sys
-from typing import Any, Dict, List, NoReturn, Optional, Sequence
+from typing import Any, Dict, NoReturn, Optional, Sequence
 
 from absl import app, flags
 
@@ -62,6 +61,8 @@ from alf_rl.runs.examples import gin_files_with_examples
 from alf_rl.runs.gin_files import (add_module_paths, check_gin_syntax,  # noqa: F401
                                    parse_gin)
 from alf_rl.runs.quiet import import_tensorflow, run_app
+from alf_rl.runs.stop_signals import (STOP_SIGNAL, TRAINERS, exit_stopped,
+                                      stop_on_first_signal)
 # Importable from here too (benchmarks, tests).
 from alf_rl.runs.training import start_training_runtime  # noqa: F401
 from alf_rl.utils.checkpoint import (CheckpointError, RunDirError,
@@ -140,79 +141,14 @@ def train(root_dir: str, gin_files: Sequence[str] = (),
             e.explained = explain_configurable_error(  # type: ignore
                 str(e))
             raise
-    _TRAINERS.append(trainer)  # a stop signal from now on stops it
-    if _STOP_SIGNAL:
+    TRAINERS.append(trainer)  # a stop signal from now on stops it
+    if STOP_SIGNAL:
         trainer.request_stop()
     try:
         return trainer.train(callbacks) if callbacks else trainer.train()
     finally:
-        _TRAINERS.remove(trainer)
+        TRAINERS.remove(trainer)
         trainer.close()
-
-
-# The signal that asked the run to stop (for the exit message and status).
-_STOP_SIGNAL: List[int] = []
-# The trainer a stop signal stops (once built).
-_TRAINERS: List[Any] = []
-
-
-def _stop_on_first_signal():
-    """First Ctrl-C or SIGTERM: stop after the current compiled call,
-    checkpoint and exit 130 (143 for SIGTERM); a second one aborts at once
-    with one line (exit 130/143), whatever the main thread is doing.
-
-    Python runs a signal handler only on the main thread between bytecodes,
-    and the main thread may sit for ever in a compiled step whose
-    ``tf.numpy_function`` calls a hung environment. So the handlers do
-    nothing themselves: the C-level handler writes each signal's number to
-    a wakeup fd, and a daemon thread reading it asks for the stop or
-    aborts (``os._exit``: checkpoints are written atomically, so those on
-    disk stay intact; subprocess workers end with their parent)."""
-    import signal
-    import threading
-    read_fd, write_fd = os.pipe()
-    os.set_blocking(write_fd, False)
-    signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: None)
-
-    def _on_signal(signum):
-        name = 'SIGTERM' if signum == signal.SIGTERM else 'Ctrl-C'
-        if _STOP_SIGNAL:
-            print('alf-train: %s again: aborting at once; the checkpoints '
-                  'already written are intact: %s to resume from the last '
-                  'one' % (name, _rerun()), file=sys.stderr, flush=True)
-            sys.stdout.flush()
-            os._exit(143 if _STOP_SIGNAL[0] == signal.SIGTERM else 130)
-        _STOP_SIGNAL.append(signum)
-        print('alf-train: %s: stopping after the current iteration(s) and '
-              'writing a checkpoint (%s again to abort at once)' %
-              (name, name), file=sys.stderr, flush=True)
-        for trainer in list(_TRAINERS):
-            trainer.request_stop()
-
-    def _watch():
-        while True:
-            for signum in os.read(read_fd, 64):
-                if signum in (signal.SIGINT, signal.SIGTERM):
-                    _on_signal(signum)
-
-    threading.Thread(target=_watch, name='alf_rl-signals',
-                     daemon=True).start()
-
-
-def _exit_stopped(message: str, lock: Optional[RunDirLock]) -> None:
-    """Prints ``alf-train: interrupted`` (``terminated (SIGTERM)``) and
-    ``message``, and exits 130 (143), releasing ``lock``: a stop signal
-    ended the run."""
-    import signal
-    term = bool(_STOP_SIGNAL) and _STOP_SIGNAL[0] == signal.SIGTERM
-    if lock is not None:
-        lock.release()
-    print('alf-train: %s%s' % ('terminated (SIGTERM)' if term else
-                               'interrupted', message),
-          file=sys.stderr, flush=True)
-    sys.exit(143 if term else 130)
 
 
 def _rerun() -> str:
@@ -265,14 +201,14 @@ def _main(argv):
     gin_files, lock = _check_before_tensorflow()
     tf = import_tensorflow(start_runtime=False)  # train() starts it
     from alf_rl.trainers.errors import TrainingError
-    _stop_on_first_signal()
+    stop_on_first_signal(_rerun)
     try:
         result = train(FLAGS.root_dir, gin_files, FLAGS.gin_param,
                        FLAGS.module_path or (), FLAGS.fresh_start,
                        FLAGS.from_checkpoint)
     except TrainingError as e:
-        if _STOP_SIGNAL:  # a wait the stop request cut short
-            _exit_stopped(': %s' % e, lock)
+        if STOP_SIGNAL:  # a wait the stop request cut short
+            exit_stopped(': %s' % e, lock)
         _fail(str(e), lock)
     except (ValueError, TypeError, CheckpointError, RunDirError) as e:
         _fail(getattr(e, 'explained', str(e)), lock)
@@ -290,7 +226,7 @@ def _main(argv):
               file=sys.stderr)
         sys.exit(130)
     if result.pop('stopped_early', False):
-        _exit_stopped('; a checkpoint was written at iteration %d: %s to '
+        exit_stopped('; a checkpoint was written at iteration %d: %s to '
                       'resume from it (in %s)' % (result['iterations'],
                                                   _rerun(), FLAGS.root_dir),
                       lock)
