@@ -86,6 +86,10 @@ def _define_flags():
         'Resume from the kept checkpoint ckpt-N of iteration N (e.g. when '
         'the newer ones hold bad state); the newer ones are renamed '
         'ckpt-K.set_aside (nothing is deleted). Rerun without it to resume.')
+    flags.DEFINE_string(
+        'xla_cache', None,
+        'Directory of the persistent cache of XLA executables, or off '
+        '(default: $ALF_RL_XLA_CACHE, else ~/.cache/alf_rl/xla).')
 
 
 def train(root_dir: str, gin_files: Sequence[str] = (),
@@ -229,7 +233,8 @@ def _main(argv):
         lock = RunDirLock(FLAGS.root_dir).acquire()
     except (ValueError, RunDirError) as e:
         _fail(str(e))
-    tf = import_tensorflow(start_runtime=False)  # train() starts it
+    # train() starts the runtime; the XLA cache is set before the import.
+    tf = import_tensorflow(start_runtime=False, xla_cache=FLAGS.xla_cache)
     from alf_rl.trainers.errors import TrainingError
     _stop_on_first_signal()
     try:
