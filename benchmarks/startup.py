@@ -11,6 +11,10 @@ compilation included).
 
     python benchmarks/startup.py [--gin_file examples/ppo_tf_cart_pole.gin]
         [--repeats 3] [--modes cold,warm,off] [--gin_param K=V ...]
+        [--write docs/training.md]
+
+``--write PAGE`` also puts the medians (with the date and the machine's
+load) into PAGE's ``startup`` block (``benchmarks/docs_block.py``).
 """
 
 import argparse
@@ -23,6 +27,9 @@ import sys
 import tempfile
 import time
 from typing import Dict, List
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from docs_block import write_block  # noqa: E402
 
 _TRAIN = [sys.executable, '-m', 'alf_rl.bin.train']
 
@@ -74,6 +81,7 @@ def main() -> None:
     parser.add_argument('--gin_param', action='append', default=[])
     parser.add_argument('--repeats', type=int, default=3)
     parser.add_argument('--modes', default='cold,warm,off')
+    parser.add_argument('--write', default=None, metavar='PAGE')
     args = parser.parse_args()
     modes = args.modes.split(',')
     rows: Dict[str, List[Dict[str, float]]] = {m: [] for m in modes}
@@ -90,18 +98,25 @@ def main() -> None:
             rows[mode].append(r)
             print('round %d %s: %s' % (repeat, mode, r), flush=True)
         shutil.rmtree(cache, ignore_errors=True)
-    print('load average at the end: %.1f' % os.getloadavg()[0])
-    print(
-        '| mode | to the end of the 1st iteration (s) | to exit (s)'
-        ' | first_iteration_secs |'
-    )
-    print('| --- | ---: | ---: | ---: |')
-    for mode in modes:
-        med = {
-            k: statistics.median(r[k] for r in rows[mode])
-            for k in rows[mode][0]
-        }
-        print(
+    lines = medians(rows, args)
+    print('\n'.join(lines))
+    if args.write:
+        write_block(args.write, 'startup', lines)
+
+
+def medians(
+    rows: Dict[str, List[Dict[str, float]]], args: argparse.Namespace
+) -> List[str]:
+    """The markdown table of the medians per mode, and a line saying
+    what was run, when, and the machine's load."""
+    lines = [
+        '| `%s` | to the end of the 1st iteration (s) | to exit (s)'
+        ' | first_iteration_secs |' % os.path.basename(args.gin_file),
+        '| --- | ---: | ---: | ---: |',
+    ]
+    for mode, runs in rows.items():
+        med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+        lines.append(
             '| %s | %.1f | %.1f | %.1f |'
             % (
                 mode,
@@ -110,6 +125,19 @@ def main() -> None:
                 med['first_iteration_secs'],
             )
         )
+    lines += [
+        '',
+        'Medians of %d rounds%s, measured %s, %d CPU cores, load average'
+        ' %.1f at the end.'
+        % (
+            args.repeats,
+            ' with ' + ' '.join(args.gin_param) if args.gin_param else '',
+            time.strftime('%Y-%m-%d'),
+            os.cpu_count() or 0,
+            os.getloadavg()[0],
+        ),
+    ]
+    return lines
 
 
 if __name__ == '__main__':

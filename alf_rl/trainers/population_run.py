@@ -9,6 +9,7 @@ PPO (``PPOAlgorithm``) with a feed-forward categorical actor on a
 ``suite_tf`` environment (``create_environment.backend = 'tf'``) with
 discrete actions and flat observations, trained from its own collection
 (``mini_batch_length`` 1); any other combination is refused in one line.
+The iteration is compiled without XLA whatever ``jit_compile`` says.
 """
 
 import functools
@@ -129,7 +130,10 @@ def population_settings(
         unroll_length=config.unroll_length,
         mini_batch_size=config.mini_batch_size or num_envs,
         num_epochs=config.num_updates_per_train_step,
-        jit_compile=config.jit_compile,
+        # Not TrainerConfig.jit_compile: on CPU the XLA-compiled
+        # population iteration measured ~10x the CPU time of the plain
+        # graph (the 20 updates of one seed: 0.45 s against 0.043 s).
+        jit_compile=False,
         root_dir=config.root_dir,
     )
     return trainer, ppo
