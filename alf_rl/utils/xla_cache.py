@@ -203,14 +203,20 @@ def publish(private: str, shared: str) -> List[str]:
         if not name.endswith('.pb') or os.path.islink(path):
             continue
         target = os.path.join(shared, name)
-        if not os.path.exists(target):
-            with open(path + _CHECKSUM, 'w') as f:
-                f.write(_checksum(path))
-            os.replace(path + _CHECKSUM, target + _CHECKSUM)
-            os.replace(path, target)
-            published.append(name)
+        try:
+            if not os.path.exists(target):
+                with open(path + _CHECKSUM, 'w') as f:
+                    f.write(_checksum(path))
+                os.replace(path + _CHECKSUM, target + _CHECKSUM)
+                os.replace(path, target)
+                published.append(name)
+        except OSError:
+            pass  # a full disk: the entry is compiled again next time
     shutil.rmtree(private, ignore_errors=True)
-    prune(os.path.dirname(shared))
+    try:
+        prune(os.path.dirname(shared))
+    except OSError:
+        pass  # another process pruning at the same time
     return published
 
 
@@ -230,8 +236,11 @@ def prune(root: str, max_bytes: int = MAX_BYTES) -> List[str]:
         if os.path.isdir(directory):
             for name in os.listdir(directory):
                 path = os.path.join(directory, name)
-                if name.endswith('.pb') and os.path.isfile(path):
+                try:
                     stat = os.stat(path)
+                except OSError:
+                    continue  # removed meanwhile
+                if name.endswith('.pb') and os.path.isfile(path):
                     entries.append((stat.st_mtime, stat.st_size, path))
     total = sum(size for _, size, _ in entries)
     removed = []
