@@ -13,6 +13,7 @@ The iteration is compiled without XLA whatever ``jit_compile`` says.
 """
 
 import functools
+import inspect
 import math
 import os
 import random
@@ -45,6 +46,7 @@ _REQUIRED = {
     ('PPOLoss', 'entropy_regularization'): (None, 'None'),
     ('PPOAlgorithm', 'clip_by_global_norm'): (True, 'True'),
 }
+_NETWORKS = ('ActorDistributionNetwork', 'ValueNetwork')
 _NEEDS = (
     "TrainerConfig.num_seeds > 1 trains PPOAlgorithm (feed-forward, "
     "LegacyAdam) on a suite_tf environment (create_environment.backend="
@@ -52,9 +54,34 @@ _NEEDS = (
 )
 
 
-def _bound(configurable: str, parameter: str, default: Any) -> Any:
-    """The gin binding's value, or ``default`` when it is not bound."""
-    return gin.get_bindings(configurable).get(parameter, default)
+def _default(configurable: str, parameter: str) -> Any:
+    """The parameter's default in the configurable's signature (for a
+    class, the first ``__init__`` of its MRO that names it)."""
+    target = gin.config._REGISTRY.get_match(configurable).wrapped
+    functions = [
+        vars(c)['__init__']
+        for c in getattr(target, '__mro__', ())
+        if '__init__' in vars(c)
+    ] or [target]
+    for function in functions:
+        parameters = inspect.signature(function).parameters
+        if parameter in parameters:
+            return parameters[parameter].default
+    raise ValueError('%s has no parameter %r' % (configurable, parameter))
+
+
+def _bound(configurable: str, parameter: str) -> Any:
+    """The gin binding's value, else the parameter's default (a network's
+    encoder settings: its default ``EncodingNetwork`` with (64, 64)
+    layers)."""
+    bindings = gin.get_bindings(configurable)
+    if parameter in bindings:
+        return bindings[parameter]
+    if configurable in _NETWORKS:
+        if parameter == 'fc_layer_params':
+            return (64, 64)
+        return _bound('EncodingNetwork', parameter)
+    return _default(configurable, parameter)
 
 
 def _refuse(what: str) -> None:
@@ -68,16 +95,18 @@ def _check_bindings(config: TrainerConfig) -> None:
     if ctor != 'PPOAlgorithm':
         _refuse('TrainerConfig.algorithm_ctor=%s' % (ctor,))
     for (name, parameter), (value, text) in _REQUIRED.items():
-        got = _bound(name, parameter, value)
+        got = _bound(name, parameter)
         if got != value and not (value is None and got == 0):
             _refuse('%s.%s=%r (expected %s)' % (name, parameter, got, text))
+    for name in _NETWORKS:
+        if 'encoding_network_ctor' in gin.get_bindings(name):
+            _refuse('%s.encoding_network_ctor bound' % name)
     value_net = [
-        _bound('ValueNetwork', p, _bound('ActorDistributionNetwork', p, d))
-        for p, d in (('fc_layer_params', (64, 64)), ('activation', 'tanh'))
+        _bound('ValueNetwork', p) for p in ('fc_layer_params', 'activation')
     ]
     actor_net = [
-        _bound('ActorDistributionNetwork', p, d)
-        for p, d in (('fc_layer_params', (64, 64)), ('activation', 'tanh'))
+        _bound('ActorDistributionNetwork', p)
+        for p in ('fc_layer_params', 'activation')
     ]
     if value_net != actor_net:
         _refuse(
@@ -113,19 +142,23 @@ def population_settings(
             implement.
     """
     _check_bindings(config)
-    ppo = {}
-    for (name, parameter), argument in _TRANSLATED.items():
-        if parameter in gin.get_bindings(name):
-            ppo[argument] = gin.get_bindings(name)[parameter]
-    if 'hidden_layers' in ppo:
-        ppo['hidden_layers'] = tuple(ppo['hidden_layers'])
-    num_envs = _bound('create_environment', 'num_parallel_environments', 1)
+    # Every setting from the gin file or the original's default, never
+    # PopulationPPO's own defaults (ppo_cart_pole.gin's).
+    ppo = {
+        argument: _bound(name, parameter)
+        for (name, parameter), argument in _TRANSLATED.items()
+    }
+    ppo['hidden_layers'] = tuple(ppo['hidden_layers'] or ())
+    ppo['activation'] = getattr(
+        ppo['activation'], '__name__', ppo['activation']
+    )
+    num_envs = _bound('create_environment', 'num_parallel_environments')
     seed = config.random_seed
     if seed is None:
         seed = random.SystemRandom().randrange(2**31)
     trainer = dict(
         seeds=list(range(seed, seed + config.num_seeds)),
-        env_name=_bound('create_environment', 'env_name', 'CartPole-v1'),
+        env_name=_bound('create_environment', 'env_name'),
         num_envs=num_envs,
         unroll_length=config.unroll_length,
         mini_batch_size=config.mini_batch_size or num_envs,

@@ -87,3 +87,10 @@ def test_num_seeds_refuses_what_it_cannot_train(tmp_path, param, named):
 def test_num_seeds_must_be_positive(tmp_path):
     with pytest.raises(ValueError, match='num_seeds must be >= 1, got 0'):
         train(str(tmp_path), [_GIN], ['TrainerConfig.num_seeds=0'])
+
+
+def test_num_seeds_refuses_the_default_gym_backend(tmp_path):
+    # ppo_cart_pole.gin binds no backend: create_environment's default.
+    params = _PARAMS + [_ONE, 'TrainerConfig.evaluate=False']
+    with pytest.raises(ValueError, match="backend=.gym. .expected 'tf'"):
+        train(str(tmp_path), ['examples/ppo_cart_pole.gin'], params)
