@@ -10,15 +10,24 @@ every seed (``TrainerConfig.num_env_steps = 100000`` per seed: the first
 iteration plus the rest at the measured rate) relative to one seed.
 
     python benchmarks/multi_seed.py [--sizes 1,4,16,64] [--iterations 5] [--xla]
+        [--write docs/training.md]
+
+``--write PAGE`` also puts the table (with the date and the machine's load)
+into PAGE's ``multi_seed`` block (``benchmarks/docs_block.py``).
 """
 
 import argparse
+import os
+import sys
 import time
 from typing import Dict, List
 
 import tensorflow as tf
 
 from alf_rl.trainers.population_trainer import PopulationTrainer
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from docs_block import write_block  # noqa: E402
 
 _ENVS, _UNROLL = 16, 32
 
@@ -97,6 +106,7 @@ def main() -> None:
     # XLA is off by default: on CPU it measured ~12x slower per iteration
     # than the plain graph for this trainer (see docs/training.md).
     parser.add_argument('--xla', action='store_true')
+    parser.add_argument('--write', default=None, metavar='PAGE')
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(',')]
     rows = {}
@@ -107,7 +117,20 @@ def main() -> None:
         'devices: %s'
         % [d.device_type for d in tf.config.list_logical_devices()]
     )
-    print('\n'.join(table(rows, args.env_steps)))
+    lines = table(rows, args.env_steps)
+    lines.append('')
+    lines.append(
+        'Measured %s, %d CPU cores, load average %.1f at the end%s.'
+        % (
+            time.strftime('%Y-%m-%d'),
+            os.cpu_count() or 0,
+            os.getloadavg()[0],
+            ', XLA' if args.xla else '',
+        )
+    )
+    print('\n'.join(lines))
+    if args.write:
+        write_block(args.write, 'multi_seed', lines)
 
 
 if __name__ == '__main__':

@@ -8,6 +8,8 @@ os.environ.setdefault('TF_NUM_INTEROP_THREADS', '1')  # as the CLI does
 # Ray (the [dist] tests): no token file under ~/.ray, no usage reporting.
 os.environ.setdefault('RAY_AUTH_MODE', 'disabled')
 os.environ.setdefault('RAY_USAGE_STATS_ENABLED', '0')
+# alf-train subprocesses: no persistent XLA cache shared between tests.
+os.environ.setdefault('ALF_RL_XLA_CACHE', 'off')
 
 import gin  # noqa: E402
 import pytest  # noqa: E402

@@ -276,3 +276,35 @@ def test_optuna_study_runs_trials_and_continues(tmp_path, fake, capsys):
         study_name='alf-grid-search',
         storage='sqlite:///%s/optuna.db' % parent).trials) == 4
     assert 'trial 3: mode=' in capsys.readouterr().out
+
+
+def test_population_search_trains_each_configs_seeds_in_one_run(
+        tmp_path, capsys):
+    from alf_rl.utils.curves import read_curve
+    parent = str(tmp_path / 'P')
+    argv = ['--gin_file', os.path.join(ROOT, 'examples',
+                                       'ppo_tf_cart_pole.gin'),
+            '--root_dir', parent, '--grid', 'PPOLoss.gamma=[0.98, 0.99]',
+            '--seeds', '0-2', '--population', '--num_parallel', '1']
+    for binding in ('TrainerConfig.num_iterations=2',
+                    'TrainerConfig.num_env_steps=0',
+                    'TrainerConfig.jit_compile=False',
+                    'create_environment.num_parallel_environments=4',
+                    'TrainerConfig.unroll_length=16',
+                    'TrainerConfig.mini_batch_size=32',
+                    'TrainerConfig.num_updates_per_train_step=1',
+                    'TrainerConfig.summary_interval=1'):
+        argv += ['--gin_param', binding]
+    assert _main(argv) == 0
+    assert '2 run(s): 2 done' in capsys.readouterr().out
+    for name in ('gamma=0.98', 'gamma=0.99'):
+        run_dir = os.path.join(parent, name, 'seeds0-2')
+        finals = [read_curve(os.path.join(run_dir, 'train'),
+                             'seed_%d/Metrics/AverageReturn' % s)[-1]
+                  for s in (0, 1, 2)]
+        assert [step for step, _ in finals] == [128, 128, 128]
+    with open(os.path.join(parent, 'summary.csv')) as f:
+        lines = [line.split(',') for line in f.read().splitlines()]
+    assert sorted(line[1] for line in lines[1:]) == ['gamma=0.98',
+                                                     'gamma=0.99']
+    assert all(line[3:5] == ['3', '3'] for line in lines[1:])

@@ -77,6 +77,9 @@ def _parser() -> argparse.ArgumentParser:
     add('--gin_param', action='append', default=[],
         help='Fixed gin bindings of every run (repeatable).')
     add('--seeds', default='0', help="Seeds: '0,1,2' or '0-4'.")
+    add('--population', action='store_true',
+        help='Train the consecutive seeds of a configuration as one alf-train'
+        ' run (TrainerConfig.num_seeds: PPO on a suite_tf environment).')
     add('--num_parallel', type=int, default=default_parallel(),
         help='Runs at a time (default: the number of cores; each alf-train '
         'uses about one core).')
@@ -116,7 +119,8 @@ def _options(args: argparse.Namespace) -> SearchOptions:
         seed=args.seed, module_paths=args.module_path, metric=args.metric,
         mode=args.mode, optuna=args.optuna, dry_run=args.dry_run,
         force=args.force, train_command=args.train_command,
-        check_bindings=not args.skip_binding_check)
+        check_bindings=not args.skip_binding_check,
+        population=args.population)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:

@@ -96,6 +96,10 @@ def _define_flags():
         'Resume from the kept checkpoint ckpt-N of iteration N (e.g. when '
         'the newer ones hold bad state); the newer ones are renamed '
         'ckpt-K.set_aside (nothing is deleted). Rerun without it to resume.')
+    flags.DEFINE_string(
+        'xla_cache', None,
+        'Directory of the persistent cache of XLA executables, or off '
+        '(default: $ALF_RL_XLA_CACHE, else ~/.cache/alf_rl/xla).')
 
 
 def train(root_dir: str, gin_files: Sequence[str] = (),
@@ -199,7 +203,8 @@ def _main(argv):
     if not FLAGS.gin_file and not FLAGS.example:
         raise app.UsageError('--gin_file or --example is required')
     gin_files, lock = _check_before_tensorflow()
-    tf = import_tensorflow(start_runtime=False)  # train() starts it
+    # train() starts the runtime; the XLA cache is set before the import.
+    tf = import_tensorflow(start_runtime=False, xla_cache=FLAGS.xla_cache)
     from alf_rl.trainers.errors import TrainingError
     stop_on_first_signal(_rerun)
     try:

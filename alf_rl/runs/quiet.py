@@ -44,7 +44,8 @@ def _import_stdlib_distutils():
         sys.meta_path[0:0] = shims
 
 
-def import_tensorflow(start_runtime: bool = True) -> types.ModuleType:
+def import_tensorflow(start_runtime: bool = True,
+                      xla_cache: Optional[str] = 'off') -> types.ModuleType:
     """Imports TensorFlow (and TFP) quietly; returns the ``tensorflow`` module.
 
     Args:
@@ -52,7 +53,14 @@ def import_tensorflow(start_runtime: bool = True) -> types.ModuleType:
             more notices). False leaves it for ``start_runtime``: settings
             that must come before any op (logical devices, a
             ``tf.distribute`` strategy's collective ops) can still be made.
+        xla_cache: the persistent XLA cache's root
+            (``alf_rl.utils.xla_cache.enable``; ``None``: the default),
+            enabled when TensorFlow is not imported yet; ``'off'`` (the
+            default here): none.
     """
+    if xla_cache != 'off':
+        from alf_rl.utils.xla_cache import enable
+        enable(xla_cache)
     # Level 3 also hides oneDNN's run-time notices logged at ERROR level (e.g.
     # "oneDNN supports DT_INT64 only on platforms with AVX-512"); genuine
     # failures still surface as Python exceptions.

@@ -50,6 +50,10 @@ def create_trainer(
         ValueError: a named trainer that cannot train the algorithm, or
             settings its kind cannot train with (``check_trainer_pairing``).
     """
+    if config.num_seeds > 1:  # N seeds in one graph
+        from alf_rl.trainers.population_run import PopulationRun
+
+        return PopulationRun(config)  # type: ignore[return-value]
     if config.trainer is not None:
         # A trainer without an environment (OfflineTrainer) takes no env.
         named = {} if env is None else {'env': env}

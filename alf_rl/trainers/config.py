@@ -326,6 +326,10 @@ class TrainerConfig(object):
             instances, or callables ``(batch_size) -> StepMetric`` (a
             metric class taking the number of environments, e.g. in gin
             ``TrainerConfig.metrics = [@MyMetric]``). Names must differ.
+        num_seeds: N > 1 trains N independent agents (seeds
+            ``random_seed`` .. ``random_seed + N - 1``) in one compiled
+            graph (``alf_rl.trainers.population_run``: PPO on a
+            ``suite_tf`` environment; summaries under ``seed_<seed>/``).
         replay: a ``ReplayConfig`` (None: from the settings given by name).
         evaluation: an ``EvaluationConfig`` (likewise).
         checkpoint: a ``CheckpointConfig`` (likewise).
@@ -357,6 +361,7 @@ class TrainerConfig(object):
                  random_seed: Optional[int] = None,
                  stop_at_average_return: Optional[float] = None,
                  metrics: Sequence[Any] = (),
+                 num_seeds: int = 1,
                  replay: Optional[ReplayConfig] = None,
                  evaluation: Optional[EvaluationConfig] = None,
                  checkpoint: Optional[CheckpointConfig] = None,
@@ -376,6 +381,7 @@ class TrainerConfig(object):
         self.unroll_length = int(unroll_length)
         self.final_step_mode = final_step_mode
         self.random_seed = random_seed
+        self.num_seeds = int(num_seeds)
         self.stop_at_average_return = stop_at_average_return
         self.metrics = list(metrics)
         for attr, group in _build_groups(own, settings).items():
@@ -448,7 +454,7 @@ def _check_run_settings(values: Dict[str, Any]) -> None:
         raise ValueError("set num_iterations or num_env_steps > 0 (got "
                          "%s and %s)" % (values['num_iterations'],
                                          values['num_env_steps']))
-    _require_positive(values, ('unroll_length', ))
+    _require_positive(values, ('unroll_length', 'num_seeds'))
     metrics = values['metrics']
     if isinstance(metrics, (str, bytes)) or not isinstance(
             metrics, (list, tuple)):

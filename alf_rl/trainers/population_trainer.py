@@ -282,6 +282,7 @@ class PopulationTrainer(tf.Module):
         num_iterations: int,
         summary_interval: int = 1,
         checkpoint_interval: int = 100,
+        should_stop: Optional[Callable[[], bool]] = None,
     ) -> Dict[str, Any]:
         """Runs iterations until ``iteration == num_iterations``.
 
@@ -295,6 +296,8 @@ class PopulationTrainer(tf.Module):
                 of a restored run).
             summary_interval: iterations between summaries.
             checkpoint_interval: iterations between checkpoints.
+            should_stop: called after every iteration; True stops the run
+                there (with a checkpoint).
         Returns:
             The last ``run_iteration`` statistics (empty if none ran).
         """
@@ -322,10 +325,13 @@ class PopulationTrainer(tf.Module):
                     stats,
                     self.num_episodes.numpy(),
                 )
+            stop = should_stop is not None and should_stop()
             if manager is not None and (
-                it % checkpoint_interval == 0 or it == num_iterations
+                stop or it % checkpoint_interval == 0 or it == num_iterations
             ):
                 manager.save(checkpoint_number=it)
+            if stop:
+                break
         return stats
 
 

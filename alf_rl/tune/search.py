@@ -63,6 +63,9 @@ class SearchOptions(NamedTuple):
         train_command: the program that trains one run, given
             ``alf-train``'s flags (None: this Python's ``-m
             alf_rl.bin.train``).
+        population: train each configuration's consecutive seeds as one
+            ``alf-train`` run with ``TrainerConfig.num_seeds`` (PPO on a
+            ``suite_tf`` environment: N seeds in one compiled graph).
     """
     gin_files: Sequence[str]
     root_dir: Optional[str]
@@ -80,6 +83,7 @@ class SearchOptions(NamedTuple):
     force: bool = False
     train_command: Optional[str] = None
     check_bindings: bool = True
+    population: bool = False
 
 
 def _search_record(options: SearchOptions, grid: Dict[str, List[Any]],
@@ -90,7 +94,8 @@ def _search_record(options: SearchOptions, grid: Dict[str, List[Any]],
             'random_samples': options.random_samples,
             'sample_seed': (options.seed if options.random_samples or
                             options.optuna else None),
-            'optuna': options.optuna is not None, 'seeds': seeds}
+            'optuna': options.optuna is not None, 'seeds': seeds,
+            **({'population': True} if options.population else {})}
 
 
 def prepare(options: SearchOptions) -> Tuple[List[Config], List[int]]:
@@ -239,7 +244,7 @@ def run_search(options: SearchOptions) -> int:
         return run_optuna(options)
     configs, seeds = prepare(options)
     root_dir = search_dir(options)
-    runs = plan_runs(root_dir, configs, seeds)
+    runs = plan_runs(root_dir, configs, seeds, options.population)
     if options.dry_run:
         _dry_run(runs, command_for(options))
         return 0

@@ -19,7 +19,7 @@ import os
 import random
 import re
 import sys
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from alf_rl.tune.files import SEARCH_FILE, write_json
 
@@ -58,13 +58,20 @@ def gin_value_text(value: Any) -> str:
 
 
 class Run(NamedTuple):
-    """One ``alf-train`` run: a configuration and a seed."""
+    """One ``alf-train`` run: a configuration and a seed (or, with
+    ``num_seeds > 1``, the seeds ``seed .. seed + num_seeds - 1`` trained
+    as one population, ``TrainerConfig.num_seeds``)."""
     config: Config
     seed: int
     root_dir: str
+    num_seeds: int = 1
 
     def label(self) -> str:
-        """``'<config>/seed<k>'``, how progress lines name the run."""
+        """``'<config>/seed<k>'`` (``'<config>/seeds<a>-<b>'`` for a
+        population), how progress lines name the run."""
+        if self.num_seeds > 1:
+            return '%s/seeds%d-%d' % (self.config.name, self.seed,
+                                      self.seed + self.num_seeds - 1)
         return '%s/seed%d' % (self.config.name, self.seed)
 
 
@@ -197,19 +204,38 @@ def expand_grid(grid: Dict[str, List[Any]],
 
 
 def plan_runs(parent: str, configs: Sequence[Config],
-              seeds: Sequence[int]) -> List[Run]:
+              seeds: Sequence[int], population: bool = False) -> List[Run]:
     """The runs, seed by seed: every configuration's first seed first.
 
     Args:
         parent: the search's directory (``--root_dir``).
         configs: the configurations.
         seeds: the seeds.
+        population: train each run of consecutive seeds ``a .. b`` as one
+            population (``TrainerConfig.num_seeds``) in
+            ``parent/<config>/seeds<a>-<b>``.
     Returns:
         List of ``Run`` with root_dir ``parent/<config>/seed<k>``.
     """
+    if population:
+        return [Run(config, a, os.path.join(parent, config.name,
+                                            'seeds%d-%d' % (a, b)), b - a + 1)
+                for a, b in seed_ranges(seeds) for config in configs]
     return [Run(config, seed, os.path.join(parent, config.name,
                                            'seed%d' % seed))
             for seed in seeds for config in configs]
+
+
+def seed_ranges(seeds: Sequence[int]) -> List[Tuple[int, int]]:
+    """The seeds as runs of consecutive values: ``[0, 1, 2, 5]`` ->
+    ``[(0, 2), (5, 5)]`` (in the order given)."""
+    ranges: List[Tuple[int, int]] = []
+    for seed in seeds:
+        if ranges and seed == ranges[-1][1] + 1:
+            ranges[-1] = (ranges[-1][0], seed)
+        else:
+            ranges.append((seed, seed))
+    return ranges
 
 
 def train_command(run: Run, gin_files: Sequence[str],
@@ -233,6 +259,8 @@ def train_command(run: Run, gin_files: Sequence[str],
         command += ['--gin_file', path]
     bindings = list(gin_params) + run.config.bindings() + [
         '%s=%d' % (_SEED_BINDING, run.seed)]
+    if run.num_seeds > 1:
+        bindings.append('TrainerConfig.num_seeds=%d' % run.num_seeds)
     for binding in bindings:
         command += ['--gin_param', binding]
     for path in module_paths:

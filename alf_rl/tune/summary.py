@@ -78,6 +78,48 @@ def read_finished_runs(parent: str, metric: str) -> Dict[str, List[Any]]:
                 run, curves, float(steps),
                 float(marker.get('total_wall_secs',
                                  marker.get('wall_secs', 0.0)))))
+        found.setdefault(name, []).extend(
+            population_runs(os.path.join(parent, name), metric))
+        if not found[name]:
+            del found[name]
+    return found
+
+
+def population_runs(config_dir: str, metric: str) -> List[Any]:
+    """The seeds of the population runs (``seeds<a>-<b>``, see
+    ``alf-grid-search --population``) of a configuration directory: a
+    ``RunScores`` per seed of a finished run, from its
+    ``seed_<k>/Metrics/<metric>`` summaries (steps: env steps per seed;
+    wall time: the whole run's), a ``Run`` per seed of an unfinished one.
+
+    Args:
+        config_dir: ``PARENT/<config>``.
+        metric: e.g. ``'AverageReturn'``.
+    """
+    from alf_rl.utils.curves import read_curve
+    found: List[Any] = []
+    for d in listdir(config_dir):
+        match = re.fullmatch(r'seeds(\d+)-(\d+)', d)
+        if not match:
+            continue
+        root = os.path.join(config_dir, d)
+        marker = read_json(os.path.join(root, DONE_FILE))
+        config = Config(os.path.basename(config_dir),
+                        (marker or {}).get('grid', {}))
+        first, last = int(match.group(1)), int(match.group(2))
+        for seed in range(first, last + 1):
+            run = Run(config, seed, root, last - first + 1)
+            if marker is None:
+                found.append(run)
+                continue
+            curve = read_curve(os.path.join(root, 'train'),
+                               'seed_%d/Metrics/%s' % (seed, metric))
+            metrics = marker.get('metrics', {})
+            found.append(RunScores(
+                run, {'train': curve, 'eval': []},
+                float(metrics.get('Metrics/EnvironmentSteps', 0)),
+                float(marker.get('total_wall_secs',
+                                 marker.get('wall_secs', 0.0)))))
     return found
 
 
