@@ -38,6 +38,16 @@ Deviations / choices:
   (``train(..., sample_weights=w)`` multiplies them into the [T, B] loss
   mask); a caller computing the loss itself can pass them to ``calc_loss``
   (``importance_weights``) instead, not both.
+
+Recurrent Q networks (R2D2, Kapturowski et al. 2019): a Q network with a
+state (``QRnnNetwork``) is called one step at a time with its state. The
+rollout (and predict) state is the online network's; the train state is
+``(online state, target state)``, both started from the state stored with
+a replayed sequence's first step (``use_rollout_state=True``), refreshed
+over the ``burn_in_steps`` rows, and carried through the sequence. With
+``value_rescaling`` the targets are ``h(G_t)`` with ``G_t`` computed on
+``h⁻¹`` of the bootstrap values (``alf_rl.ops.recurrent_replay``).
+``sequence_priority_eta`` gives R2D2's sequence priorities.
 """
 
 from typing import Any, Callable, List, Optional, Sequence, Union
@@ -56,9 +66,11 @@ from alf_rl.networks.target_network import PeriodicSoftUpdate, TargetNetwork
 from alf_rl.ops import losses
 from alf_rl.ops.exploration import epsilon_greedy_action
 from alf_rl.ops.masks import pad_last_row
+from alf_rl.ops.recurrent_replay import (inverse_value_rescale,
+                                         value_rescale)
 from alf_rl.ops.td_targets import n_step_returns
 from alf_rl.specs import is_bounded, is_discrete, num_discrete_actions
-from alf_rl.utils.common import check_feed_forward, make_stateless_seed
+from alf_rl.utils.common import make_stateless_seed
 from alf_rl.utils.schedules import LinearSchedule
 
 from alf_rl.utils.nest import Nest
@@ -108,9 +120,10 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
         observation_spec: nest of specs of one observation.
         action_spec: scalar ``BoundedTensorSpec`` with an integer dtype.
         q_network_ctor: ``(observation_spec, action_spec) -> QNetwork``-like
-            feed-forward network returning [B, num_actions] Q values
-            (column i is action ``minimum + i``). ``QNetwork.dueling`` gives
-            the dueling head.
+            network returning [B, num_actions] Q values (column i is action
+            ``minimum + i``). ``QNetwork.dueling`` gives the dueling head;
+            a recurrent one (``QRnnNetwork``) needs
+            ``use_rollout_state=True``.
         gamma: discount factor γ.
         td_error_loss_fn: ``(target, prediction) -> element-wise loss``,
             e.g. ``element_wise_huber_loss`` (default, as in the Nature
@@ -123,13 +136,15 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
         tau: Polyak rate of target updates (1: copy).
         target_update_period: update the target every this many updates.
         optimizer: a ``tf_keras`` optimizer for the Q network.
+        value_rescaling: train on R2D2's rescaled targets ``h(G_t)`` (the
+            Q network then estimates ``h(Q)``).
         name: module name.
         **kwargs: passed to ``OffPolicyAlgorithm`` (reward shaping,
             observation transformers, gradient clipping, ...).
 
     Raises:
         ValueError: ``action_spec`` is not one scalar bounded discrete spec,
-            the Q network is recurrent, or a hyperparameter is out of range.
+            or a hyperparameter is out of range.
         TypeError: a retired argument name (``td_loss_fn``,
             ``target_update_tau``).
     """
@@ -149,6 +164,7 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
                  tau: float = 1.0,
                  target_update_period: int = 100,
                  optimizer: Optional[Any] = None,
+                 value_rescaling: bool = False,
                  name: str = 'DqnAlgorithm',
                  **kwargs: Any):
         reject_retired_arguments(name, kwargs)
@@ -165,9 +181,14 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
                                                  eval_epsilon_greedy)
         gamma = check_unit_interval(name, 'gamma', gamma)
         q_network = q_network_ctor(observation_spec, action_spec)
-        check_feed_forward(name, [q_network])
+        q_state = q_network.state_spec
+        self._recurrent = bool(tf.nest.flatten(q_state))
         super().__init__(observation_spec, action_spec, optimizer=optimizer,
-                         name=name, **kwargs)
+                         name=name,
+                         train_state_spec=((q_state, q_state)
+                                           if self._recurrent else ()),
+                         rollout_state_spec=q_state, **kwargs)
+        self._value_rescaling = bool(value_rescaling)
         self._q_network = q_network
         self._target_q_network = TargetNetwork(q_network,
                                                name='target_q_network')
@@ -195,26 +216,42 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
         action = tf.cast(index, self.action_spec.dtype)
         return action + tf.cast(self.action_spec.minimum, action.dtype)
 
-    def _act(self, observation: Nest, epsilon: Any) -> tf.Tensor:
-        q_values, _ = self._q_network(observation)
+    def _act(self, observation: Nest, epsilon: Any, state: Nest) -> Any:
+        q_values, state = self._q_network(observation, state)
         index = epsilon_greedy_action(q_values, epsilon, make_stateless_seed())
-        return self._to_action(index)
+        return self._to_action(index), state
+
+    def train_state_from_rollout_state(self, state: Nest) -> Nest:
+        """``(state, state)``: the target network starts from the online
+        network's stored state (``()`` for a feed-forward Q network).
+
+        Args:
+            state: the stored rollout state, [b, ...] leaves.
+        Returns:
+            the train state.
+        """
+        return (state, state) if self._recurrent else state
+
+    def _split(self, state):
+        """(online, target) network states of a train state."""
+        return state if self._recurrent else ((), ())
 
     def predict(self, time_step: TimeStep, state: Nest) -> PolicyStep:
         """Greedy (or ``eval_epsilon_greedy``) action.
 
         Args:
             time_step: ``TimeStep`` with [B, ...] leaves.
-            state: ``()``.
+            state: the Q network's state (``()`` if feed-forward).
         Returns:
-            ``PolicyStep(action [B] of the spec's dtype, (), ())``.
+            ``PolicyStep(action [B] of the spec's dtype, state, ())``.
         """
         if self._eval_epsilon == 0.0:
-            q_values, _ = self._q_network(time_step.observation)
+            q_values, state = self._q_network(time_step.observation, state)
             action = self._to_action(
                 tf.argmax(q_values, axis=-1, output_type=tf.int32))
         else:
-            action = self._act(time_step.observation, self._eval_epsilon)
+            action, state = self._act(time_step.observation,
+                                      self._eval_epsilon, state)
         return PolicyStep(action=action, state=state)
 
     def rollout(self, time_step: TimeStep, state: Nest) -> PolicyStep:
@@ -222,12 +259,13 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
 
         Args:
             time_step: ``TimeStep`` with [B, ...] leaves.
-            state: ``()``.
+            state: the Q network's state (``()`` if feed-forward).
         Returns:
-            ``PolicyStep(action [B], (), ())``.
+            ``PolicyStep(action [B], state, ())``.
         """
         count = self._rollout_count.assign_add(1)
-        action = self._act(time_step.observation, self._epsilon(count - 1))
+        action, state = self._act(time_step.observation,
+                                  self._epsilon(count - 1), state)
         return PolicyStep(action=action, state=state)
 
     def train_step(self, exp: Experience, state: Nest) -> PolicyStep:
@@ -235,12 +273,14 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
 
         Args:
             exp: ``Experience`` with [B, ...] leaves.
-            state: ``()``.
+            state: ``(online, target)`` network states (``()`` if
+                feed-forward).
         Returns:
-            ``PolicyStep(action [B] greedy, (), DqnInfo)``.
+            ``PolicyStep(action [B] greedy, state, DqnInfo)``.
         """
-        q_values, _ = self._q_network(exp.observation)
-        return self._with_target(exp, state,
+        q_state, target_state = self._split(state)
+        q_values, q_state = self._q_network(exp.observation, q_state)
+        return self._with_target(exp, (q_state, target_state),
                                  self._taken_q(q_values, exp.action),
                                  q_values)
 
@@ -257,15 +297,18 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
         The first row of a sequence is never a bootstrap value (row t's
         n-step target reads rows after t), so its target value is zeros:
         with the usual 2-step sequences, one target-network pass fewer per
-        update.
+        update. (A recurrent Q network runs ``train_step``: the target
+        network's state must advance.)
 
         Args:
             exp: ``Experience`` with [B, ...] leaves.
-            state: ``()``.
+            state: ``()`` (``(online, target)`` states if recurrent).
         Returns:
-            ``PolicyStep(action [B] greedy, (), DqnInfo)`` whose
+            ``PolicyStep(action [B] greedy, state, DqnInfo)`` whose
             ``target_value`` is zeros.
         """
+        if self._recurrent:
+            return self.train_step(exp, state)
         q_values, _ = self._q_network(exp.observation)
         q_value = self._taken_q(q_values, exp.action)
         return PolicyStep(action=self._to_action(
@@ -283,22 +326,29 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
 
         Args:
             exp: ``Experience`` with [B, ...] leaves.
-            state: ``()``.
+            state: ``(online, target)`` network states (``()`` if
+                feed-forward).
         Returns:
-            ``PolicyStep(action [B] greedy, (), DqnInfo)`` whose
+            ``PolicyStep(action [B] greedy, state, DqnInfo)`` whose
             ``q_value`` is zeros.
         """
         q_values = None
+        q_state, target_state = self._split(state)
         if self._use_double_q:
-            q_values, _ = self._q_network(exp.observation)
-        return self._with_target(exp, state, None, q_values)
+            q_values, q_state = self._q_network(exp.observation, q_state)
+        return self._with_target(exp, (q_state, target_state), None,
+                                 q_values)
 
     def _with_target(self, exp, state, q_value, q_values):
         """``PolicyStep`` of ``train_step``/``bootstrap_step``: the target
         network's value of ``exp.observation`` (at the online network's
         greedy action, ``q_values`` [B, A], for double Q-learning), with
-        ``q_value`` [B] (zeros if ``None``)."""
-        target_q_values, _ = self._target_q_network(exp.observation)
+        ``q_value`` [B] (zeros if ``None``); ``state`` the (online,
+        target) states, the target's advanced here."""
+        q_state, target_state = state
+        target_q_values, target_state = self._target_q_network(
+            exp.observation, target_state)
+        state = (q_state, target_state) if self._recurrent else ()
         if self._use_double_q:
             best = tf.argmax(q_values, axis=-1, output_type=tf.int32)
             target_value = tf.gather(target_q_values, best[:, None],
@@ -328,9 +378,14 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
             ``LossInfo(loss [T, B], extra=DqnLossInfo)``.
         """
         info = training_info.info
+        target_value = info.target_value
+        if self._value_rescaling:
+            target_value = inverse_value_rescale(target_value)
         returns = n_step_returns(training_info.reward, training_info.discount,
-                                 training_info.step_type, info.target_value,
+                                 training_info.step_type, target_value,
                                  self._gamma)
+        if self._value_rescaling:
+            returns = value_rescale(returns)
         q_value = info.q_value[:-1]
         loss = pad_last_row(self._td_error_loss_fn(returns, q_value))
         td_error = tf.stop_gradient(returns - q_value)

@@ -46,6 +46,7 @@ from alf_rl.data_structures import (AlgStep, Experience, LossInfo,
                                     PolicyStep, TrainingInfo)
 from alf_rl.ops import distributions as dist_ops
 from alf_rl.ops.masks import mask_last_row
+from alf_rl.ops.recurrent_replay import sequence_priority
 from alf_rl.specs import add_outer_dims, time_step_spec
 from alf_rl.utils.common import (loop_traced_once,
                                  reset_state_if_necessary, trace_outputs,
@@ -138,6 +139,26 @@ def check_step_result(result: Any, algorithm: Any, method: str,
     return result
 
 
+def check_burn_in(burn_in_steps: int, mini_batch_length: int,
+                  last_row_only_bootstraps: bool) -> None:
+    """Refuses training sequences too short for their burn-in.
+
+    Args:
+        burn_in_steps: rows that only refresh the state.
+        mini_batch_length: L, rows per training sequence (with burn-in).
+        last_row_only_bootstraps: whether the last trained row only
+            bootstraps (then 2 rows must remain after the burn-in).
+    Raises:
+        ValueError: fewer rows than needed remain after the burn-in.
+    """
+    need = burn_in_steps + (2 if last_row_only_bootstraps else 1)
+    if burn_in_steps and mini_batch_length < need:
+        raise ValueError(
+            "train: mini_batch_length %d leaves too few rows after "
+            "burn_in_steps %d: it must be >= %d" %
+            (mini_batch_length, burn_in_steps, need))
+
+
 class UpdateResult(NamedTuple):
     """What one replay update returns (values, not attributes)."""
     loss_info: LossInfo  # scalar leaves, as from update_with_gradient
@@ -160,6 +181,16 @@ class ReplayTrainingMixin(object):
         use_rollout_state: store the rollout state in the experience and
             start each training sequence from it (RNN policies); else
             sequences start from the initial train state.
+        burn_in_steps: the first this many rows of every training sequence
+            only refresh the recurrent state (R2D2's burn-in): they run
+            ``train_step`` outside the gradient tape, from the sequence's
+            start state, and get no loss; the update trains on the rows
+            after them (so ``mini_batch_length`` must exceed it by >= 2, or
+            >= 1 without ``last_row_only_bootstraps``).
+        sequence_priority_eta: η of R2D2's sequence priority
+            ``η max_t |δ_t| + (1 - η) mean_t |δ_t|`` over a sequence's
+            trained rows (used by ``TDErrorPriority``); None: the priority
+            is ``|δ_0|``, the TD error of the sequence's first trained row.
         *args: passed on to the next class (``RLAlgorithm``).
         **kwargs: passed on to the next class (``RLAlgorithm``).
     """
@@ -181,9 +212,21 @@ class ReplayTrainingMixin(object):
     gives_priorities = False
 
     def __init__(self, *args: Any, use_rollout_state: bool = False,
+                 burn_in_steps: int = 0,
+                 sequence_priority_eta: Optional[float] = None,
                  **kwargs: Any):
         super().__init__(*args, **kwargs)
         self._use_rollout_state = bool(use_rollout_state)
+        if int(burn_in_steps) < 0:
+            raise ValueError("%s: burn_in_steps must be >= 0, got %r" %
+                             (type(self).__name__, burn_in_steps))
+        self._burn_in_steps = int(burn_in_steps)
+        if sequence_priority_eta is not None and not (
+                0.0 <= float(sequence_priority_eta) <= 1.0):
+            raise ValueError("%s: sequence_priority_eta must be in [0, 1] "
+                             "or None, got %r" %
+                             (type(self).__name__, sequence_priority_eta))
+        self.sequence_priority_eta = sequence_priority_eta
         self._rollout_info_spec = None
         self._train_info_spec = None
 
@@ -195,6 +238,27 @@ class ReplayTrainingMixin(object):
     @use_rollout_state.setter
     def use_rollout_state(self, value: bool) -> None:
         self._use_rollout_state = bool(value)
+
+    @property
+    def burn_in_steps(self) -> int:
+        """Rows at the start of every training sequence that only refresh
+        the recurrent state (no loss, no gradient)."""
+        return self._burn_in_steps
+
+    def train_state_from_rollout_state(self, state: Any) -> Any:
+        """The train state a replayed sequence starts from, given the
+        rollout state stored with its first step (``use_rollout_state``).
+
+        The identity by default (the two specs are the same); a method
+        whose train state holds more (DQN's target network state) maps the
+        stored rollout state to it.
+
+        Args:
+            state: nest like ``rollout_state_spec`` with [b, ...] leaves.
+        Returns:
+            nest like ``train_state_spec`` with [b, ...] leaves.
+        """
+        return state
 
     @property
     def recurrent_state_spec(self) -> Any:
@@ -385,6 +449,8 @@ class ReplayTrainingMixin(object):
                                       mini_batch_size, mini_batch_length,
                                       sample_weights,
                                       self.last_row_only_bootstraps)
+        check_burn_in(self._burn_in_steps, shape.mini_batch_length,
+                      self.last_row_only_bootstraps)
         num_batches = shape.num_sequences // shape.mini_batch_size
         num_steps = int(num_updates) * num_batches
         orders = shuffled_orders(int(num_updates), shape.num_sequences,
@@ -424,11 +490,7 @@ class ReplayTrainingMixin(object):
     def _update(self, experience, sample_weights=None):
         """One gradient update on time-major experience [L, b, ...]
         (``rollout_info`` as parameters)."""
-        batch_size = tf.shape(experience.step_type)[1]
-        if self.use_rollout_state:
-            state = tf.nest.map_structure(lambda x: x[0], experience.state)
-        else:
-            state = self.get_initial_train_state(batch_size)
+        state, experience = self._start_state(experience)
         variables = self.trainable_variables
         persistent = len(self.get_optimizer_and_variable_sets()) > 1
         with tf.GradientTape(watch_accessed_variables=False,
@@ -452,6 +514,33 @@ class ReplayTrainingMixin(object):
             loss_info=loss_info,
             priority=() if priority is None else priority,
             keep_going=self.continue_training(training_info, valid))
+
+    def _start_state(self, experience):
+        """The train state at the first trained row of time-major
+        experience [L, b, ...] and the rows to train on: the stored (or
+        initial) state, refreshed over the ``burn_in_steps`` rows, which
+        are cut off (run here, outside the update's tape: no gradient)."""
+        if self.use_rollout_state:
+            state = self.train_state_from_rollout_state(
+                tf.nest.map_structure(lambda x: x[0], experience.state))
+        else:
+            state = self.get_initial_train_state(
+                tf.shape(experience.step_type)[1])
+        k = self._burn_in_steps
+        if not k:
+            return state, experience
+        initial_state = self.get_initial_train_state(
+            tf.shape(experience.step_type)[1])
+        for t in range(k):
+            exp_t = tf.nest.map_structure(lambda x: x[t], experience)
+            state = reset_state_if_necessary(state, initial_state,
+                                             exp_t.is_first())
+            state = self.train_step(exp_t._replace(
+                rollout_info=dist_ops.params_to_distributions(
+                    exp_t.rollout_info, self._rollout_info_spec)),
+                                    state).state
+        return (tf.nest.map_structure(tf.stop_gradient, state),
+                tf.nest.map_structure(lambda x: x[k:], experience))
 
 
 
@@ -592,20 +681,30 @@ class TDErrorPriority(object):
     Mix it in (before the algorithm base) to opt an algorithm whose
     ``calc_loss`` reports ``extra.td_error`` ([L, b]) into prioritized
     replay: the priority of a sampled sequence is ``|td_error|`` at its
-    first step (the transition it was sampled for).
+    first step (the transition it was sampled for), or, with the
+    algorithm's ``sequence_priority_eta`` η set, R2D2's ``η max + (1 - η)
+    mean`` of ``|td_error|`` over its trained rows
+    (``alf_rl.ops.recurrent_replay.sequence_priority``).
     """
 
     gives_priorities = True
 
     def calc_priority(self, training_info: TrainingInfo,
                       per_step_loss_info: LossInfo) -> tf.Tensor:
-        """[b] float32 ``|td_error_0|`` (see the class docstring).
+        """[b] float32 priorities (see the class docstring).
 
         Args:
-            training_info: unused ([L, b] ``TrainingInfo``).
+            training_info: the [L, b] ``TrainingInfo`` (its step types
+                mask LAST steps and the bootstrap row for the sequence
+                priority).
             per_step_loss_info: ``LossInfo`` whose ``extra.td_error`` is
                 [L, b] float32.
         """
-        del training_info
-        return tf.abs(tf.convert_to_tensor(
-            per_step_loss_info.extra.td_error)[0])
+        td_error = tf.convert_to_tensor(per_step_loss_info.extra.td_error)
+        eta = getattr(self, 'sequence_priority_eta', None)
+        if eta is None:
+            return tf.abs(td_error[0])
+        mask = valid_step_mask(training_info.step_type)
+        if getattr(self, 'last_row_only_bootstraps', True):
+            mask = mask_last_row(mask)
+        return sequence_priority(td_error, float(eta), mask)
