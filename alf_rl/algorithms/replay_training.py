@@ -181,16 +181,11 @@ class ReplayTrainingMixin(object):
         use_rollout_state: store the rollout state in the experience and
             start each training sequence from it (RNN policies); else
             sequences start from the initial train state.
-        burn_in_steps: the first this many rows of every training sequence
-            only refresh the recurrent state (R2D2's burn-in): they run
-            ``train_step`` outside the gradient tape, from the sequence's
-            start state, and get no loss; the update trains on the rows
-            after them (so ``mini_batch_length`` must exceed it by >= 2, or
-            >= 1 without ``last_row_only_bootstraps``).
-        sequence_priority_eta: η of R2D2's sequence priority
-            ``η max_t |δ_t| + (1 - η) mean_t |δ_t|`` over a sequence's
-            trained rows (used by ``TDErrorPriority``); None: the priority
-            is ``|δ_0|``, the TD error of the sequence's first trained row.
+        burn_in_steps: rows at the start of every training sequence that
+            only refresh the recurrent state (R2D2's burn-in; see
+            ``training_start_state``): no loss, no gradient.
+        sequence_priority_eta: η of R2D2's sequence priority (see
+            ``TDErrorPriority``); None: ``|δ_0|``.
         *args: passed on to the next class (``RLAlgorithm``).
         **kwargs: passed on to the next class (``RLAlgorithm``).
     """
@@ -217,16 +212,10 @@ class ReplayTrainingMixin(object):
                  **kwargs: Any):
         super().__init__(*args, **kwargs)
         self._use_rollout_state = bool(use_rollout_state)
-        if int(burn_in_steps) < 0:
-            raise ValueError("%s: burn_in_steps must be >= 0, got %r" %
-                             (type(self).__name__, burn_in_steps))
-        self._burn_in_steps = int(burn_in_steps)
-        if sequence_priority_eta is not None and not (
-                0.0 <= float(sequence_priority_eta) <= 1.0):
-            raise ValueError("%s: sequence_priority_eta must be in [0, 1] "
-                             "or None, got %r" %
-                             (type(self).__name__, sequence_priority_eta))
-        self.sequence_priority_eta = sequence_priority_eta
+        self.burn_in_steps, self.sequence_priority_eta = (
+            _checked_recurrent_replay_args(type(self).__name__,
+                                           burn_in_steps,
+                                           sequence_priority_eta))
         self._rollout_info_spec = None
         self._train_info_spec = None
 
@@ -239,25 +228,10 @@ class ReplayTrainingMixin(object):
     def use_rollout_state(self, value: bool) -> None:
         self._use_rollout_state = bool(value)
 
-    @property
-    def burn_in_steps(self) -> int:
-        """Rows at the start of every training sequence that only refresh
-        the recurrent state (no loss, no gradient)."""
-        return self._burn_in_steps
-
     def train_state_from_rollout_state(self, state: Any) -> Any:
-        """The train state a replayed sequence starts from, given the
-        rollout state stored with its first step (``use_rollout_state``).
-
-        The identity by default (the two specs are the same); a method
-        whose train state holds more (DQN's target network state) maps the
-        stored rollout state to it.
-
-        Args:
-            state: nest like ``rollout_state_spec`` with [b, ...] leaves.
-        Returns:
-            nest like ``train_state_spec`` with [b, ...] leaves.
-        """
+        """The train state ([b, ...] leaves) a replayed sequence starts
+        from, given the rollout ``state`` stored with its first step (the
+        identity by default; DQN maps it to (online, target) states)."""
         return state
 
     @property
@@ -444,13 +418,10 @@ class ReplayTrainingMixin(object):
         """``train``, returning the last update's ``UpdateResult``."""
         if self._train_info_spec is None:
             self.prepare_off_policy_specs()
-        experience = self._preprocess(experience)
+        experience = _preprocessed(self, experience)
         shape = _checked_mini_batches(experience, num_updates,
                                       mini_batch_size, mini_batch_length,
-                                      sample_weights,
-                                      self.last_row_only_bootstraps)
-        check_burn_in(self._burn_in_steps, shape.mini_batch_length,
-                      self.last_row_only_bootstraps)
+                                      sample_weights, self)
         num_batches = shape.num_sequences // shape.mini_batch_size
         num_steps = int(num_updates) * num_batches
         orders = shuffled_orders(int(num_updates), shape.num_sequences,
@@ -474,23 +445,10 @@ class ReplayTrainingMixin(object):
             keep_going=lambda result: result.keep_going)[1]
         return result
 
-    def _preprocess(self, experience):
-        """``transform_timestep`` and ``preprocess_experience`` on stored
-        [T, B] experience; distributions back to parameters afterwards
-        (mini-batches and rows are cut from the parameters)."""
-        experience = experience._replace(
-            rollout_info=dist_ops.params_to_distributions(
-                experience.rollout_info, self._rollout_info_spec))
-        experience = self.transform_timestep(experience)
-        experience = self.preprocess_experience(experience)
-        return experience._replace(
-            rollout_info=dist_ops.distributions_to_params(
-                experience.rollout_info))
-
     def _update(self, experience, sample_weights=None):
         """One gradient update on time-major experience [L, b, ...]
         (``rollout_info`` as parameters)."""
-        state, experience = self._start_state(experience)
+        state, experience = training_start_state(self, experience)
         variables = self.trainable_variables
         persistent = len(self.get_optimizer_and_variable_sets()) > 1
         with tf.GradientTape(watch_accessed_variables=False,
@@ -515,33 +473,81 @@ class ReplayTrainingMixin(object):
             priority=() if priority is None else priority,
             keep_going=self.continue_training(training_info, valid))
 
-    def _start_state(self, experience):
-        """The train state at the first trained row of time-major
-        experience [L, b, ...] and the rows to train on: the stored (or
-        initial) state, refreshed over the ``burn_in_steps`` rows, which
-        are cut off (run here, outside the update's tape: no gradient)."""
-        if self.use_rollout_state:
-            state = self.train_state_from_rollout_state(
-                tf.nest.map_structure(lambda x: x[0], experience.state))
-        else:
-            state = self.get_initial_train_state(
-                tf.shape(experience.step_type)[1])
-        k = self._burn_in_steps
-        if not k:
-            return state, experience
-        initial_state = self.get_initial_train_state(
-            tf.shape(experience.step_type)[1])
-        for t in range(k):
-            exp_t = tf.nest.map_structure(lambda x: x[t], experience)
-            state = reset_state_if_necessary(state, initial_state,
-                                             exp_t.is_first())
-            state = self.train_step(exp_t._replace(
-                rollout_info=dist_ops.params_to_distributions(
-                    exp_t.rollout_info, self._rollout_info_spec)),
-                                    state).state
-        return (tf.nest.map_structure(tf.stop_gradient, state),
-                tf.nest.map_structure(lambda x: x[k:], experience))
 
+
+
+def _preprocessed(algorithm: Any, experience: Experience) -> Experience:
+    """``transform_timestep`` and ``preprocess_experience`` of
+    ``algorithm`` on stored [T, B] experience; distributions back to
+    parameters afterwards (mini-batches and rows are cut from the
+    parameters)."""
+    experience = experience._replace(
+        rollout_info=dist_ops.params_to_distributions(
+            experience.rollout_info, algorithm.rollout_info_spec))
+    experience = algorithm.transform_timestep(experience)
+    experience = algorithm.preprocess_experience(experience)
+    return experience._replace(
+        rollout_info=dist_ops.distributions_to_params(
+            experience.rollout_info))
+
+
+def _checked_recurrent_replay_args(name: str, burn_in_steps: int,
+                                   sequence_priority_eta: Optional[float]
+                                   ) -> Tuple[int, Optional[float]]:
+    """``(burn_in_steps, sequence_priority_eta)`` validated (see
+    ``ReplayTrainingMixin``); one clear line per bad value."""
+    if int(burn_in_steps) < 0:
+        raise ValueError("%s: burn_in_steps must be >= 0, got %r" %
+                         (name, burn_in_steps))
+    if sequence_priority_eta is not None and not (
+            0.0 <= float(sequence_priority_eta) <= 1.0):
+        raise ValueError("%s: sequence_priority_eta must be in [0, 1] or "
+                         "None, got %r" % (name, sequence_priority_eta))
+    return int(burn_in_steps), (None if sequence_priority_eta is None else
+                                float(sequence_priority_eta))
+
+
+def training_start_state(algorithm: Any,
+                         experience: Experience) -> Tuple[Any, Experience]:
+    """The train state at the first trained row of a replayed mini-batch,
+    and the rows to train on.
+
+    The state stored with row 0 (``use_rollout_state``, mapped by
+    ``train_state_from_rollout_state``; else the initial train state),
+    refreshed by ``train_step`` over the algorithm's ``burn_in_steps``
+    rows (reset at FIRST steps), which are then cut off. Run it outside
+    the update's tape: the burn-in gets no loss and no gradient (the state
+    is also ``stop_gradient``-ed).
+
+    Args:
+        algorithm: the ``ReplayTrainingMixin`` algorithm (its specs
+            prepared).
+        experience: ``Experience`` with [L, b, ...] leaves
+            (``rollout_info`` as parameters).
+    Returns:
+        ``(state, rows)``: the train state ([b, ...] leaves) and the
+        experience's rows after the burn-in ([L - burn_in_steps, b, ...]).
+    """
+    batch_size = tf.shape(experience.step_type)[1]
+    if algorithm.use_rollout_state:
+        state = algorithm.train_state_from_rollout_state(
+            tf.nest.map_structure(lambda x: x[0], experience.state))
+    else:
+        state = algorithm.get_initial_train_state(batch_size)
+    k = getattr(algorithm, 'burn_in_steps', 0)
+    if not k:
+        return state, experience
+    initial_state = algorithm.get_initial_train_state(batch_size)
+    for t in range(k):
+        exp_t = tf.nest.map_structure(lambda x, t=t: x[t], experience)
+        state = reset_state_if_necessary(state, initial_state,
+                                         exp_t.is_first())
+        state = algorithm.train_step(exp_t._replace(
+            rollout_info=dist_ops.params_to_distributions(
+                exp_t.rollout_info, algorithm.rollout_info_spec)),
+                                     state).state
+    return (tf.nest.map_structure(tf.stop_gradient, state),
+            tf.nest.map_structure(lambda x: x[k:], experience))
 
 
 def _traced_rollout_info_spec(algorithm: Any,
@@ -586,9 +592,11 @@ def _checked_mini_batches(experience: Experience, num_updates: int,
                           mini_batch_size: Optional[int],
                           mini_batch_length: Optional[int],
                           sample_weights: Optional[tf.Tensor],
-                          last_row_only_bootstraps: bool) -> MiniBatchShape:
-    """``check_mini_batches`` on experience of static [T, B] outer dims;
-    sample weights only with one update over whole sequences."""
+                          algorithm: Any) -> MiniBatchShape:
+    """``check_mini_batches`` on experience of static [T, B] outer dims
+    (and ``check_burn_in`` for ``algorithm``'s settings); sample weights
+    only with one update over whole sequences."""
+    last_row_only_bootstraps = algorithm.last_row_only_bootstraps
     length, batch_size = experience.step_type.shape[:2]
     if batch_size is None or length is None:
         raise ValueError("train: experience must have static [T, B] "
@@ -596,6 +604,9 @@ def _checked_mini_batches(experience: Experience, num_updates: int,
                          experience.step_type.shape)
     shape = check_mini_batches(batch_size, length, mini_batch_size,
                                mini_batch_length, last_row_only_bootstraps)
+    check_burn_in(getattr(algorithm, 'burn_in_steps', 0),
+                  shape.mini_batch_length,
+                  last_row_only_bootstraps)
     if sample_weights is not None and (
             num_updates != 1 or shape.mini_batch_length != length
             or shape.mini_batch_size != batch_size):
