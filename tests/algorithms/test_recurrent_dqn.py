@@ -8,6 +8,10 @@ import tensorflow as tf
 import tf_keras
 
 from alf_rl.algorithms.dqn_algorithm import DqnAlgorithm
+from alf_rl.algorithms.replay_training import (
+    training_start_state,
+    unroll_training_rows,
+)
 from alf_rl.data_structures import make_experience
 from alf_rl.environments.suite_unittest import RNNPolicyUnittestEnv
 from alf_rl.environments.tf_environment import TFPyEnvironment
@@ -122,7 +126,7 @@ def test_burn_in_rows_only_refresh_the_state():
     exp = _collect(alg, env, 7)
 
     def loss(exp):
-        state, rows = alg._start_state(exp)
+        state, rows = training_start_state(alg, exp)
         # Burn-in rows are cut off: 5 rows train, their state refreshed
         # from row 0's stored state (no gradient flows into it).
         assert rows.step_type.shape[0] == 5
@@ -145,8 +149,6 @@ def test_burn_in_rows_only_refresh_the_state():
 
 
 def _unroll(alg, rows, state):
-    from alf_rl.algorithms.replay_training import unroll_training_rows
-
     return unroll_training_rows(
         alg, rows, state, alg._rollout_info_spec, alg._train_info_spec
     )
@@ -176,7 +178,7 @@ def test_sequence_priority_of_trained_rows():
     # from a copy of the algorithm is hard to get; instead check the op on
     # the algorithm's own per-step errors via calc_priority.
     alg.prepare_off_policy_specs()
-    state, rows = alg._start_state(exp)
+    state, rows = training_start_state(alg, exp)
     info = _unroll(alg, rows, state)
     per_step = alg.calc_loss(info)
     td = per_step.extra.td_error.numpy()
@@ -198,7 +200,7 @@ def test_value_rescaling_targets():
     alg = _make(env, value_rescaling=True, gamma=0.9)
     alg.prepare_off_policy_specs()
     exp = _collect(alg, env, 5)
-    state, rows = alg._start_state(exp)
+    state, rows = training_start_state(alg, exp)
     info = _unroll(alg, rows, state)
     per_step = alg.calc_loss(info)
     returns = value_rescale(
