@@ -38,6 +38,7 @@ install: $(VENV)/bin/python
 
 install-test: $(VENV)/bin/python
 	$(QUIET_BUILD) $(VENV)/bin/pip install -q -e '.[test,dist,export,atari,onnx,docs]'
+	$(VENV)/bin/pip install -q --no-deps minatar==1.0.15
 
 train: install
 	$(VENV)/bin/alf-train --gin_file examples/ac_cart_pole.gin --root_dir $(ROOT_DIR)

@@ -21,7 +21,9 @@ API_PACKAGES = [
     'metrics',
     'distributed',
     'export',
+    'offline',
     'utils',
+    'api',
 ]
 
 

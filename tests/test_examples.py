@@ -25,6 +25,13 @@ SHRINK = {
     'dqn_atari_pong.gin': ['TrainerConfig.initial_collect_steps=64',
                            'TrainerConfig.replay_buffer_capacity=256'],
 }
+# The value family's CartPole examples: 4 of their 128 updates per
+# iteration (each update is several times DQN's).
+SHRINK.update({
+    name: ['TrainerConfig.num_updates_per_train_step=4']
+    for name in ('c51_cart_pole.gin', 'qr_dqn_cart_pole.gin',
+                 'iqn_cart_pole.gin', 'rainbow_cart_pole.gin')
+})
 
 
 @pytest.mark.parametrize('gin_file', EXAMPLES,

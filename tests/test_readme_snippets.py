@@ -33,18 +33,18 @@ def _python_blocks(page: str) -> list:
             for m in re.finditer(r'```python\n(.*?)```', text, re.DOTALL)]
 
 
-def _plain_tf_player() -> str:
-    """The program of docs/export.md that
-    tests/export/test_plain_tensorflow.py runs."""
+def _export_player(marker: str = 'plain-tf-player') -> str:
+    """A program of docs/export.md that tests/export/test_plain_tensorflow.py
+    runs (``plain-tf-player`` or ``onnx-player``)."""
     with open(os.path.join(REPO, 'docs', 'export.md')) as f:
         text = f.read()
-    return re.search(r'<!-- plain-tf-player -->\s*```python\n(.*?)```',
+    return re.search(r'<!-- %s -->\s*```python\n(.*?)```' % marker,
                      text, re.DOTALL).group(1)
 
 
 def _run_elsewhere(code: str) -> str | None:
     """The test that runs ``code`` as written, or None."""
-    if code == _plain_tf_player():
+    if code in (_export_player(), _export_player('onnx-player')):
         return 'tests/export/test_plain_tensorflow.py'
     if 'class SimHashCountBonus(Algorithm)' in code:
         return 'tests/test_docs_intrinsic_module.py'

@@ -106,6 +106,9 @@ _LAYERS = {
     # Future: async and distributed collection builds on drivers and replay;
     # trainers may use it.
     'alf_rl.distributed': 7,
+    # Offline RL datasets: stream into replay, collect from an algorithm
+    # and an environment; the offline trainer builds on them.
+    'alf_rl.offline': 7,
     'alf_rl.trainers': 8,
     # Registers every gin-configurable for the command line (imports the
     # packages above); only bin/ imports it.
@@ -117,6 +120,9 @@ _LAYERS = {
     # The hyperparameter search behind alf-grid-search: runs alf-train as
     # subprocesses and summarizes them; only bin/ imports it.
     'alf_rl.tune': 11,
+    # The model objects (alf_rl.PPO, alf_rl.load): build on runs/ and
+    # trainers/; alf_rl/__init__ imports them lazily.
+    'alf_rl.api': 11,
     # The console scripts: flag parsing and a call. Nothing imports bin/.
     'alf_rl.bin': 12,
     # The package itself (alf_rl/__init__.py) imports nothing of alf_rl but
@@ -134,6 +140,7 @@ _ALLOWED_IMPORTS = {
     # ``import alf_rl`` installs the import hook that keeps TensorFlow's
     # start-up notices off the terminal (pure Python, imports no TF).
     ('alf_rl', 'alf_rl.utils'): 'quiet TensorFlow import hook',
+    ('alf_rl', 'alf_rl.api'): 'alf_rl.PPO etc., imported on first use',
 }
 
 # ---------------------------------------------------------------------------
@@ -641,8 +648,6 @@ _MAX_CLASS_LINES = 300
 
 # {qualified class name: lines when listed}. May only shrink.
 _CLASSES_OVER_BUDGET = {
-    # restore_from (the --from_checkpoint rescue) landed beside the split.
-    'alf_rl.utils.checkpoint.Checkpointer': 310,
 }
 
 

@@ -10,6 +10,16 @@ from alf_rl.algorithms.sac_algorithm import SacAlgorithm
 from alf_rl.algorithms.ddpg_algorithm import DdpgAlgorithm
 from alf_rl.algorithms.td3_algorithm import Td3Algorithm
 from alf_rl.algorithms.dqn_algorithm import DqnAlgorithm
+from alf_rl.algorithms.bc_algorithm import BcAlgorithm
+from alf_rl.algorithms.cql_algorithm import CqlSacAlgorithm
+from alf_rl.algorithms.iql_algorithm import IqlAlgorithm
+from alf_rl.algorithms.value_distributions import (
+    CategoricalValues,
+    ImplicitQuantileValues,
+    QuantileValues,
+    ScalarValues,
+    ValueDistribution,
+)
 from alf_rl.algorithms.sarsa_algorithm import SarsaAlgorithm
 from alf_rl.algorithms.ppo_loss import PPOLoss
 from alf_rl.algorithms.ppo_algorithm import PPOAlgorithm

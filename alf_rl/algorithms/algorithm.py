@@ -59,6 +59,7 @@ from alf_rl.algorithms.optimizer_sets import OptimizerSets
 from alf_rl.ops.masks import is_unset, reduce_loss_info
 from alf_rl.specs import zeros_from_spec
 from alf_rl.utils.gradient_application import (GradientApplication,
+                                               apply_if_finite,
                                                clip_gradients,
                                                current_gradient_application)
 from alf_rl.utils.loss_checks import check_loss_finite
@@ -389,7 +390,7 @@ class Algorithm(OptimizerSets, tf.Module):
         """``apply_clipped_gradients`` with this algorithm's clipping."""
         return apply_clipped_gradients(
             tape, total, optimizer, variables, application,
-            self._gradient_clipping, self._clip_by_global_norm)
+            self._gradient_clipping, self._clip_by_global_norm, self.name)
 
 
 def _gated_update(gate: Any, tape: tf.GradientTape, total: tf.Tensor,
@@ -454,9 +455,11 @@ def apply_clipped_gradients(tape: tf.GradientTape, total: tf.Tensor,
                             optimizer: Any, variables: List[tf.Variable],
                             application: GradientApplication,
                             gradient_clipping: Optional[float],
-                            clip_by_global_norm: bool) -> list:
+                            clip_by_global_norm: bool,
+                            owner: str = 'algorithm') -> list:
     """Gradients of ``total`` (None ones dropped), summed by
-    ``application``, clipped, applied by ``application``.
+    ``application``, clipped, applied by ``application`` unless one of
+    them holds NaN/Inf (``apply_if_finite``: training stops naming it).
 
     Args:
         tape: the tape that recorded ``total``.
@@ -466,6 +469,7 @@ def apply_clipped_gradients(tape: tf.GradientTape, total: tf.Tensor,
         application: the current ``GradientApplication``.
         gradient_clipping: clip norm, or None for no clipping.
         clip_by_global_norm: clip by the global norm instead of per tensor.
+        owner: the algorithm's name, for a non-finite update's error.
     Returns:
         The applied ``[(gradient, variable)]``.
     """
@@ -476,5 +480,5 @@ def apply_clipped_gradients(tape: tf.GradientTape, total: tf.Tensor,
     grads_and_vars = clip_gradients(
         list(zip(grads, [v for _, v in grads_and_vars])),
         gradient_clipping, clip_by_global_norm)
-    application.apply(optimizer, grads_and_vars)
+    apply_if_finite(application, optimizer, grads_and_vars, owner)
     return grads_and_vars

@@ -39,18 +39,33 @@ Deviations / choices:
   mask); a caller computing the loss itself can pass them to ``calc_loss``
   (``importance_weights``) instead, not both.
 
+The value family: ``value_distribution`` decides what the network
+predicts about the return and how it is trained (``ScalarValues``: DQN;
+``CategoricalValues``: C51; ``QuantileValues``: QR-DQN;
+``ImplicitQuantileValues``: IQN; see
+``alf_rl.algorithms.value_distributions``), with the matching head from
+``alf_rl.networks.distributional_q_networks``. The rest (ε-greedy, double
+Q, dueling, n-step windows, target updates, prioritized replay, noisy
+heads) is shared; Rainbow is a configuration of these parts. For a
+distributional loss the priority is the row's loss. Noisy heads
+(``noisy=True``) draw new noise as ``noise_resampling`` says: at every
+``rollout`` call (the online network) and after every update, for the next
+one (the online and the target network); ``predict`` uses the current
+noise.
+
 Recurrent Q networks (R2D2, Kapturowski et al. 2019): a Q network with a
-state (``QRnnNetwork``) is called one step at a time with its state. The
-rollout (and predict) state is the online network's; the train state is
-``(online state, target state)``, both started from the state stored with
-a replayed sequence's first step (``use_rollout_state=True``), refreshed
-over the ``burn_in_steps`` rows, and carried through the sequence. With
-``value_rescaling`` the targets are ``h(G_t)`` with ``G_t`` computed on
-``h⁻¹`` of the bootstrap values (``alf_rl.ops.recurrent_replay``).
-``sequence_priority_eta`` gives R2D2's sequence priorities.
+state (``QRnnNetwork``, or any head of the family with
+``encoding_network_ctor=LSTMEncodingNetwork``) is called one step at a time
+with its state. The rollout (and predict) state is the online network's;
+the train state is ``(online state, target state)``, both started from the
+state stored with a replayed sequence's first step
+(``use_rollout_state=True``), refreshed over the ``burn_in_steps`` rows,
+and carried through the sequence. ``ScalarValues(value_rescaling=True)``
+trains on R2D2's rescaled targets; ``sequence_priority_eta`` gives its
+sequence priorities.
 """
 
-from typing import Any, Callable, List, Optional, Sequence, Union
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 import gin
 import tensorflow as tf
@@ -59,6 +74,9 @@ from alf_rl.algorithms.config_checks import (check_unit_interval,
                                              reject_retired_arguments)
 from alf_rl.algorithms.off_policy_algorithm import OffPolicyAlgorithm
 from alf_rl.algorithms.replay_training import TDErrorPriority
+from alf_rl.algorithms.value_distributions import (ScalarValues,
+                                                   ValueDistribution,
+                                                   ValueOutputs)
 from alf_rl.data_structures import (Experience, LossInfo, PolicyStep,
                                     TimeStep, TrainingInfo, namedtuple)
 from alf_rl.networks import QNetwork
@@ -66,9 +84,6 @@ from alf_rl.networks.target_network import PeriodicSoftUpdate, TargetNetwork
 from alf_rl.ops import losses
 from alf_rl.ops.exploration import epsilon_greedy_action
 from alf_rl.ops.masks import pad_last_row
-from alf_rl.ops.recurrent_replay import (inverse_value_rescale,
-                                         value_rescale)
-from alf_rl.ops.td_targets import n_step_returns
 from alf_rl.specs import is_bounded, is_discrete, num_discrete_actions
 from alf_rl.utils.common import make_stateless_seed
 from alf_rl.utils.schedules import LinearSchedule
@@ -79,7 +94,10 @@ DqnInfo = namedtuple(
     'DqnInfo',
     [
         'q_value',  # [B] float32 Q(s_t, a_t) of the action taken (trained)
+        # ([B, N] log-probabilities or quantiles when distributional)
         'target_value',  # [B] float32 v_t = Q_target(s_t, a*) (no gradient)
+        # ([B, N] probabilities, [B, N] or [B, N'] quantiles)
+        'tau',  # [B, N] float32 IQN's fractions of q_value; () otherwise
     ],
     default_value=())
 
@@ -87,9 +105,35 @@ DqnLossInfo = namedtuple(
     'DqnLossInfo',
     [
         'td_error',  # [T, B] float32 G_t - Q(s_t, a_t); 0 on the last row
-        'q_value',  # [T, B] float32 Q(s_t, a_t)
+        'q_value',  # [T, B] float32 Q(s_t, a_t) (the mean if distributional)
     ],
     default_value=())
+
+
+_RESAMPLING_EVENTS = ('rollout', 'update')
+
+
+def _check_resampling(name: str, events: Sequence[str]) -> Tuple[str, ...]:
+    """``noise_resampling`` validated: a subset of ``_RESAMPLING_EVENTS``."""
+    if isinstance(events, str):
+        events = (events, )
+    unknown = [e for e in events if e not in _RESAMPLING_EVENTS]
+    if unknown:
+        raise ValueError("%s: noise_resampling must name events among %s, "
+                         "got %r" % (name, _RESAMPLING_EVENTS, tuple(events)))
+    return tuple(events)
+
+
+def _check_action_spec(name: str, action_spec: Any) -> None:
+    """Raises ValueError unless ``action_spec`` is one scalar bounded
+    discrete spec."""
+    if (tf.nest.is_nested(action_spec) or not is_bounded(action_spec)
+            or not is_discrete(action_spec)
+            or action_spec.shape.rank != 0):
+        raise ValueError(
+            "%s: action_spec must be one scalar BoundedTensorSpec with "
+            "an integer dtype (a single discrete action), got %s" %
+            (name, action_spec))
 
 
 def _epsilon_schedule(name: str, epsilon_greedy: Union[float,
@@ -112,8 +156,56 @@ def _epsilon_schedule(name: str, epsilon_greedy: Union[float,
     return LinearSchedule(start, end, int(decay_steps))
 
 
+class _RecurrentQStates(object):
+    """DQN's train state: ``(online, target)`` Q network states for a
+    recurrent Q network (``_recurrent``, set by the constructor), ``()``
+    for a feed-forward one."""
+
+    _recurrent = False
+
+    def train_state_from_rollout_state(self, state: Nest) -> Nest:
+        """``(state, state)``: the target network starts from the online
+        network's stored state (``()`` for a feed-forward Q network).
+
+        Args:
+            state: the stored rollout state, [b, ...] leaves.
+        Returns:
+            the train state.
+        """
+        return (state, state) if self._recurrent else state
+
+    def _split(self, state: Nest) -> Tuple[Nest, Nest]:
+        """(online, target) network states of a train state."""
+        return state if self._recurrent else ((), ())
+
+
+class _NoiseResampling(object):
+    """New noise for noisy heads at the events ``_resampling`` names (set
+    by the constructor; see ``DqnAlgorithm``'s ``noise_resampling``)."""
+
+    _resampling: Tuple[str, ...] = ()
+    _q_network: Any = None
+
+    def _noise_variables(self, event: str) -> List[tf.Variable]:
+        """The online network's noise variables if ``event`` redraws
+        them, else none."""
+        if event not in self._resampling:
+            return []
+        return [v for layer in getattr(self._q_network, 'noisy_layers', ())
+                for v in (layer.epsilon_in, layer.epsilon_out)]
+
+    def _resample_noise(self, event: str, networks: Sequence[Any]) -> None:
+        """Draws new noise for ``networks`` if ``event`` is configured."""
+        if event not in self._resampling:
+            return
+        for net in networks:
+            if hasattr(net, 'resample_noise'):
+                net.resample_noise()
+
+
 @gin.configurable
-class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
+class DqnAlgorithm(_RecurrentQStates, _NoiseResampling, TDErrorPriority,
+                   OffPolicyAlgorithm):
     """DQN / double DQN with n-step returns and ε-greedy exploration.
 
     Args:
@@ -121,9 +213,9 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
         action_spec: scalar ``BoundedTensorSpec`` with an integer dtype.
         q_network_ctor: ``(observation_spec, action_spec) -> QNetwork``-like
             network returning [B, num_actions] Q values (column i is action
-            ``minimum + i``). ``QNetwork.dueling`` gives the dueling head;
-            a recurrent one (``QRnnNetwork``) needs
-            ``use_rollout_state=True``.
+            ``minimum + i``), or the output ``value_distribution`` reads.
+            ``QNetwork.dueling`` gives the dueling head; a recurrent one
+            (``QRnnNetwork``) needs ``use_rollout_state=True``.
         gamma: discount factor γ.
         td_error_loss_fn: ``(target, prediction) -> element-wise loss``,
             e.g. ``element_wise_huber_loss`` (default, as in the Nature
@@ -133,18 +225,23 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
             one float for a constant ε.
         epsilon_decay_steps: rollout calls over which ε decays linearly.
         eval_epsilon_greedy: ε used by ``predict`` (0: greedy).
+        value_distribution: a ``ValueDistribution`` (default
+            ``ScalarValues()``; C51, QR-DQN, IQN: see the module doc); the
+            Q network must produce its output.
+        noise_resampling: when noisy heads draw new noise: any of
+            ``'rollout'`` (each rollout call) and ``'update'`` (each
+            update); networks without ``resample_noise`` ignore it.
         tau: Polyak rate of target updates (1: copy).
         target_update_period: update the target every this many updates.
         optimizer: a ``tf_keras`` optimizer for the Q network.
-        value_rescaling: train on R2D2's rescaled targets ``h(G_t)`` (the
-            Q network then estimates ``h(Q)``).
         name: module name.
         **kwargs: passed to ``OffPolicyAlgorithm`` (reward shaping,
             observation transformers, gradient clipping, ...).
 
     Raises:
         ValueError: ``action_spec`` is not one scalar bounded discrete spec,
-            or a hyperparameter is out of range.
+            the Q network does not fit ``value_distribution``, or a
+            hyperparameter is out of range.
         TypeError: a retired argument name (``td_loss_fn``,
             ``target_update_tau``).
     """
@@ -161,26 +258,24 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
                  epsilon_greedy: Union[float, Sequence[float]] = (1.0, 0.05),
                  epsilon_decay_steps: int = 10000,
                  eval_epsilon_greedy: float = 0.0,
+                 value_distribution: Optional[ValueDistribution] = None,
+                 noise_resampling: Sequence[str] = ('rollout', 'update'),
                  tau: float = 1.0,
                  target_update_period: int = 100,
                  optimizer: Optional[Any] = None,
-                 value_rescaling: bool = False,
                  name: str = 'DqnAlgorithm',
                  **kwargs: Any):
         reject_retired_arguments(name, kwargs)
-        if (tf.nest.is_nested(action_spec) or not is_bounded(action_spec)
-                or not is_discrete(action_spec)
-                or action_spec.shape.rank != 0):
-            raise ValueError(
-                "%s: action_spec must be one scalar BoundedTensorSpec with "
-                "an integer dtype (a single discrete action), got %s" %
-                (name, action_spec))
+        _check_action_spec(name, action_spec)
         self._epsilon = _epsilon_schedule(name, epsilon_greedy,
                                           epsilon_decay_steps)
         self._eval_epsilon = check_unit_interval(name, 'eval_epsilon_greedy',
                                                  eval_epsilon_greedy)
         gamma = check_unit_interval(name, 'gamma', gamma)
         q_network = q_network_ctor(observation_spec, action_spec)
+        self._distribution = value_distribution or ScalarValues()
+        self._distribution.check_network(name, q_network)
+        self._resampling = _check_resampling(name, noise_resampling)
         q_state = q_network.state_spec
         self._recurrent = bool(tf.nest.flatten(q_state))
         super().__init__(observation_spec, action_spec, optimizer=optimizer,
@@ -188,7 +283,6 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
                          train_state_spec=((q_state, q_state)
                                            if self._recurrent else ()),
                          rollout_state_spec=q_state, **kwargs)
-        self._value_rescaling = bool(value_rescaling)
         self._q_network = q_network
         self._target_q_network = TargetNetwork(q_network,
                                                name='target_q_network')
@@ -208,36 +302,30 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
         return self._epsilon(self._rollout_count)
 
     def rollout_owned_variables(self) -> List[tf.Variable]:
-        """The ε schedule's counter of ``rollout`` calls (see
+        """The ε schedule's counter of ``rollout`` calls and, when
+        ``rollout`` resamples it, the online network's noise (see
         ``Algorithm.rollout_owned_variables``)."""
-        return [self._rollout_count]
+        return [self._rollout_count] + self._noise_variables('rollout')
 
     def _to_action(self, index: tf.Tensor) -> tf.Tensor:
         action = tf.cast(index, self.action_spec.dtype)
         return action + tf.cast(self.action_spec.minimum, action.dtype)
 
-    def _act(self, observation: Nest, epsilon: Any, state: Nest) -> Any:
-        q_values, state = self._q_network(observation, state)
-        index = epsilon_greedy_action(q_values, epsilon, make_stateless_seed())
+    def _outputs(self, network: Any, observation: Nest, purpose: str,
+                 state: Nest) -> Tuple[ValueOutputs, Nest]:
+        return self._distribution.outputs(network, observation, purpose,
+                                          state)
+
+    def _act(self, observation: Nest, epsilon: Any,
+             state: Nest) -> Tuple[tf.Tensor, Nest]:
+        out, state = self._outputs(self._q_network, observation, 'act',
+                                   state)
+        index = epsilon_greedy_action(out.q, epsilon, make_stateless_seed())
         return self._to_action(index), state
 
-    def train_state_from_rollout_state(self, state: Nest) -> Nest:
-        """``(state, state)``: the target network starts from the online
-        network's stored state (``()`` for a feed-forward Q network).
-
-        Args:
-            state: the stored rollout state, [b, ...] leaves.
-        Returns:
-            the train state.
-        """
-        return (state, state) if self._recurrent else state
-
-    def _split(self, state):
-        """(online, target) network states of a train state."""
-        return state if self._recurrent else ((), ())
-
     def predict(self, time_step: TimeStep, state: Nest) -> PolicyStep:
-        """Greedy (or ``eval_epsilon_greedy``) action.
+        """Greedy (or ``eval_epsilon_greedy``) action: the argmax of the
+        mean Q.
 
         Args:
             time_step: ``TimeStep`` with [B, ...] leaves.
@@ -246,9 +334,11 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
             ``PolicyStep(action [B] of the spec's dtype, state, ())``.
         """
         if self._eval_epsilon == 0.0:
-            q_values, state = self._q_network(time_step.observation, state)
+            out, state = self._outputs(self._q_network,
+                                       time_step.observation, 'greedy',
+                                       state)
             action = self._to_action(
-                tf.argmax(q_values, axis=-1, output_type=tf.int32))
+                tf.argmax(out.q, axis=-1, output_type=tf.int32))
         else:
             action, state = self._act(time_step.observation,
                                       self._eval_epsilon, state)
@@ -263,6 +353,7 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
         Returns:
             ``PolicyStep(action [B], state, ())``.
         """
+        self._resample_noise('rollout', [self._q_network])
         count = self._rollout_count.assign_add(1)
         action, state = self._act(time_step.observation,
                                   self._epsilon(count - 1), state)
@@ -279,16 +370,17 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
             ``PolicyStep(action [B] greedy, state, DqnInfo)``.
         """
         q_state, target_state = self._split(state)
-        q_values, q_state = self._q_network(exp.observation, q_state)
+        out, q_state = self._outputs(self._q_network, exp.observation,
+                                     'train', q_state)
         return self._with_target(exp, (q_state, target_state),
-                                 self._taken_q(q_values, exp.action),
-                                 q_values)
+                                 self._taken_q(out.values, exp.action), out)
 
-    def _taken_q(self, q_values, action):
-        """[B] Q of the taken ``action`` [B] from ``q_values`` [B, A]."""
+    def _taken_q(self, values: tf.Tensor, action: tf.Tensor) -> tf.Tensor:
+        """[B] (or [B, N]) values of the taken ``action`` [B] from
+        ``values`` [B, A] (or [B, A, N])."""
         index = tf.cast(action, tf.int32) - tf.cast(self.action_spec.minimum,
                                                     tf.int32)
-        return tf.gather(q_values, index[:, None], batch_dims=1)[:, 0]
+        return tf.gather(values, index[:, None], batch_dims=1)[:, 0]
 
     def first_train_step(self, exp: Experience,
                          state: Nest) -> PolicyStep:
@@ -305,17 +397,20 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
             state: ``()`` (``(online, target)`` states if recurrent).
         Returns:
             ``PolicyStep(action [B] greedy, state, DqnInfo)`` whose
-            ``target_value`` is zeros.
+            ``target_value`` is zeros (unless recurrent).
         """
         if self._recurrent:
             return self.train_step(exp, state)
-        q_values, _ = self._q_network(exp.observation)
-        q_value = self._taken_q(q_values, exp.action)
+        out, _ = self._outputs(self._q_network, exp.observation, 'train', ())
+        q_value = self._taken_q(out.values, exp.action)
         return PolicyStep(action=self._to_action(
-            tf.argmax(q_values, axis=-1, output_type=tf.int32)),
+            tf.argmax(out.q, axis=-1, output_type=tf.int32)),
                           state=state,
-                          info=DqnInfo(q_value=q_value,
-                                       target_value=tf.zeros_like(q_value)))
+                          info=DqnInfo(
+                              q_value=q_value,
+                              target_value=self._distribution.zero_target(
+                                  q_value),
+                              tau=out.tau))
 
     def bootstrap_step(self, exp: Experience, state: Nest) -> PolicyStep:
         """Only the bootstrap value of the last row of a sequence.
@@ -330,47 +425,55 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
                 feed-forward).
         Returns:
             ``PolicyStep(action [B] greedy, state, DqnInfo)`` whose
-            ``q_value`` is zeros.
+            ``q_value`` (and ``tau``) are zeros.
         """
-        q_values = None
+        out = None
         q_state, target_state = self._split(state)
         if self._use_double_q:
-            q_values, q_state = self._q_network(exp.observation, q_state)
-        return self._with_target(exp, (q_state, target_state), None,
-                                 q_values)
+            out, q_state = self._outputs(self._q_network, exp.observation,
+                                         'train', q_state)
+        return self._with_target(exp, (q_state, target_state), None, out)
 
-    def _with_target(self, exp, state, q_value, q_values):
+    def _with_target(self, exp: Experience, state: Nest,
+                     q_value: Optional[tf.Tensor],
+                     out: Optional[ValueOutputs]) -> PolicyStep:
         """``PolicyStep`` of ``train_step``/``bootstrap_step``: the target
         network's value of ``exp.observation`` (at the online network's
-        greedy action, ``q_values`` [B, A], for double Q-learning), with
-        ``q_value`` [B] (zeros if ``None``); ``state`` the (online,
+        greedy action, from ``out``, for double Q-learning), with
+        ``q_value`` [B] ([B, N]; zeros if ``None``); ``state`` the (online,
         target) states, the target's advanced here."""
         q_state, target_state = state
-        target_q_values, target_state = self._target_q_network(
-            exp.observation, target_state)
+        target, target_state = self._outputs(self._target_q_network,
+                                             exp.observation, 'target',
+                                             target_state)
         state = (q_state, target_state) if self._recurrent else ()
-        if self._use_double_q:
-            best = tf.argmax(q_values, axis=-1, output_type=tf.int32)
-            target_value = tf.gather(target_q_values, best[:, None],
-                                     batch_dims=1)[:, 0]
-        else:
-            best = tf.argmax(target_q_values, axis=-1, output_type=tf.int32)
-            target_value = tf.reduce_max(target_q_values, axis=-1)
+        # Double Q: the online network's greedy action; else the target's
+        # (its value there is max_a Q_target for scalar values).
+        greedy = out.q if self._use_double_q and out is not None else target.q
+        best = tf.argmax(greedy, axis=-1, output_type=tf.int32)
+        target_value = self._distribution.to_target(
+            self._taken_q(target.values, best))
+        tau = out.tau if out is not None else ()
         if q_value is None:
-            q_value = tf.zeros_like(target_value)
+            q_value, tau = self._distribution.zero_prediction(target_value)
         return PolicyStep(action=self._to_action(best),
                           state=state,
                           info=DqnInfo(
                               q_value=q_value,
-                              target_value=tf.stop_gradient(target_value)))
+                              target_value=tf.stop_gradient(target_value),
+                              tau=tau))
 
     def calc_loss(self, training_info: TrainingInfo,
                   importance_weights: Optional[tf.Tensor] = None) -> LossInfo:
         """TD loss of rows 0..T-2 against n-step targets; last row padded.
 
+        The loss is ``value_distribution``'s: ``td_error_loss_fn(G_t,
+        Q(s_t, a_t))`` for scalar values, the distributional loss
+        otherwise (then also ``extra.td_error``, the priority).
+
         Args:
             training_info: ``TrainingInfo`` with [T, B] leaves and
-                ``info`` a ``DqnInfo`` of [T, B] tensors.
+                ``info`` a ``DqnInfo`` of [T, B] (or [T, B, N]) tensors.
             importance_weights: optional [B] or [T, B] float32 per-sample
                 weights multiplied into the loss (prioritized replay), for
                 callers that do not fold them into the loss mask.
@@ -378,28 +481,25 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
             ``LossInfo(loss [T, B], extra=DqnLossInfo)``.
         """
         info = training_info.info
-        target_value = info.target_value
-        if self._value_rescaling:
-            target_value = inverse_value_rescale(target_value)
-        returns = n_step_returns(training_info.reward, training_info.discount,
-                                 training_info.step_type, target_value,
-                                 self._gamma)
-        if self._value_rescaling:
-            returns = value_rescale(returns)
-        q_value = info.q_value[:-1]
-        loss = pad_last_row(self._td_error_loss_fn(returns, q_value))
-        td_error = tf.stop_gradient(returns - q_value)
+        loss, td_error = self._distribution.loss(
+            info, training_info.reward, training_info.discount,
+            training_info.step_type, self._gamma, self._td_error_loss_fn)
+        loss = pad_last_row(loss)
         if importance_weights is not None:
             loss = loss * tf.cast(importance_weights, loss.dtype)
         return LossInfo(loss=loss,
-                        extra=DqnLossInfo(td_error=pad_last_row(td_error),
-                                          q_value=info.q_value))
+                        extra=DqnLossInfo(
+                            td_error=pad_last_row(td_error),
+                            q_value=self._distribution.mean(info.q_value)))
 
     def after_train(self, training_info: TrainingInfo) -> None:
-        """Updates the target network when due.
+        """Updates the target network when due; noisy heads draw the next
+        update's noise (``noise_resampling`` with ``'update'``).
 
         Args:
             training_info: the ``TrainingInfo`` trained on (unused).
         """
         del training_info
         self._target_updater()
+        self._resample_noise(
+            'update', [self._q_network, self._target_q_network.network])

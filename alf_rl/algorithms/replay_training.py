@@ -21,11 +21,15 @@ rebuilds its ``rollout_info`` for the step, and the update's
 ``rollout_info`` once.
 
 The last row of every sequence only bootstraps the rows before it: it runs
-``bootstrap_step`` and is masked, as are LAST steps. The first row is never
-a bootstrap value: it runs ``first_train_step``, which may skip the target
-values. Algorithms whose targets are all computed beforehand in
-``preprocess_experience`` (PPO) set ``last_row_only_bootstraps = False``:
-then every row is trained and sequences may be one step long.
+``bootstrap_step`` and is masked, as are LAST steps. A stored step followed
+by a FIRST step is made LAST first (``alf_rl.ops.masks.cut_seams``): a
+collector that started over (a resumed run with Python environments, a
+restarted worker) leaves a MID step there, with no transition after it.
+The first row is never a bootstrap value: it runs ``first_train_step``,
+which may skip the target values. Algorithms whose targets are all
+computed beforehand in ``preprocess_experience`` (PPO) set
+``last_row_only_bootstraps = False``: then every row is trained and
+sequences may be one step long.
 
 The hooks a method may override and the capabilities it declares with
 them (``bootstrap_step``; ``first_train_step`` with
@@ -45,7 +49,7 @@ from alf_rl.algorithms.unroll import unroll
 from alf_rl.data_structures import (AlgStep, Experience, LossInfo,
                                     PolicyStep, TrainingInfo)
 from alf_rl.ops import distributions as dist_ops
-from alf_rl.ops.masks import mask_last_row
+from alf_rl.ops.masks import cut_seams, mask_last_row
 from alf_rl.ops.recurrent_replay import sequence_priority
 from alf_rl.specs import add_outer_dims, time_step_spec
 from alf_rl.utils.common import (loop_traced_once,
@@ -477,11 +481,12 @@ class ReplayTrainingMixin(object):
 
 
 def _preprocessed(algorithm: Any, experience: Experience) -> Experience:
-    """``transform_timestep`` and ``preprocess_experience`` of
-    ``algorithm`` on stored [T, B] experience; distributions back to
+    """``cut_seams``, ``transform_timestep`` and ``preprocess_experience``
+    of ``algorithm`` on stored [T, B] experience; distributions back to
     parameters afterwards (mini-batches and rows are cut from the
     parameters)."""
     experience = experience._replace(
+        step_type=cut_seams(experience.step_type),
         rollout_info=dist_ops.params_to_distributions(
             experience.rollout_info, algorithm.rollout_info_spec))
     experience = algorithm.transform_timestep(experience)

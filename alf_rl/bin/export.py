@@ -43,11 +43,15 @@ def _define_flags():
                          'Export sampling with noise inputs instead of the '
                          'greedy predict.')
     flags.DEFINE_multi_string('gin_param', None, 'Extra gin bindings.')
+    flags.DEFINE_multi_string(
+        'module_path', None,
+        'Directory searched first for the user modules the run imported '
+        '(recorded in root_dir/modules.json); repeatable.')
 
 
 def export(root_dir: str, out: str, export_format: str = 'both',
-           stochastic: bool = False, gin_params: Sequence[str] = ()
-           ) -> List[str]:
+           stochastic: bool = False, gin_params: Sequence[str] = (),
+           module_paths: Sequence[str] = ()) -> List[str]:
     """Restores a run's newest checkpoint and exports its policy.
 
     Args:
@@ -57,6 +61,8 @@ def export(root_dir: str, out: str, export_format: str = 'both',
             ``'onnx'``.
         stochastic: export sampling with noise inputs.
         gin_params: extra gin bindings, applied after ``config.gin``.
+        module_paths: directories searched first for the user modules the
+            run imported.
 
     Returns:
         The paths written.
@@ -71,7 +77,8 @@ def export(root_dir: str, out: str, export_format: str = 'both',
     from alf_rl.export import export_policy, output_paths
     output_paths(out, export_format)  # checks the format before restoring
     env, algorithm = restore_run(root_dir, gin_params=gin_params,
-                                 prog='alf-export')
+                                 prog='alf-export',
+                                 module_paths=module_paths)
     env.close()
     paths = export_policy(algorithm, out, export_format, stochastic)
     for path in paths:
@@ -88,7 +95,7 @@ def _main(argv):
     from alf_rl.utils.checkpoint import CheckpointError
     try:
         export(FLAGS.root_dir, FLAGS.out, FLAGS.format, FLAGS.stochastic,
-               FLAGS.gin_param or ())
+               FLAGS.gin_param or (), FLAGS.module_path or ())
     except (ValueError, CheckpointError) as e:
         print('alf-export: error: %s' % e, file=sys.stderr)
         sys.exit(1)

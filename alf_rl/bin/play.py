@@ -43,6 +43,10 @@ def _define_flags():
                          'Cap on steps per episode (0: the env default).')
     flags.DEFINE_integer('random_seed', 0, 'Seed of the play environment.')
     flags.DEFINE_multi_string('gin_param', None, 'Extra gin bindings.')
+    flags.DEFINE_multi_string(
+        'module_path', None,
+        'Directory searched first for the user modules the run imported '
+        '(recorded in root_dir/modules.json); repeatable.')
     flags.DEFINE_string('policy', None,
                         'Play this exported policy (a SavedModel directory, '
                         'a .tflite or a .onnx file from alf-export) instead '
@@ -52,7 +56,8 @@ def _define_flags():
 def play(root_dir: str, num_episodes: int = 5,
          record_file: Optional[str] = None, fps: int = 30,
          gin_params: Sequence[str] = (), max_episode_steps: int = 0,
-         seed: int = 0, policy: Optional[str] = None) -> List[float]:
+         seed: int = 0, policy: Optional[str] = None,
+         module_paths: Sequence[str] = ()) -> List[float]:
     """Plays greedily the newest checkpoint of ``root_dir`` (or an exported
     policy) in the run's environment.
 
@@ -68,6 +73,9 @@ def play(root_dir: str, num_episodes: int = 5,
         policy: optional exported policy (SavedModel directory or
             ``.tflite`` file from ``alf-export``) to play instead of the
             checkpoint.
+        module_paths: directories searched first for the user modules the
+            run imported (then where they were when it trained, then the
+            current directory).
 
     Returns:
         list of per-episode returns (floats).
@@ -85,7 +93,8 @@ def play(root_dir: str, num_episodes: int = 5,
         os.environ.setdefault('SDL_AUDIODRIVER', 'dummy')
     env, algorithm = restore_run(root_dir, bool(record_file), gin_params,
                                  max_episode_steps, seed,
-                                 restore_algorithm=policy is None)
+                                 restore_algorithm=policy is None,
+                                 module_paths=module_paths)
     if policy is not None:
         step_fn, initial_state = _exported_policy_fn(policy, env, seed)
         print('alf-play: playing %s' % policy)
@@ -240,7 +249,7 @@ def _main(argv):
     try:
         play(FLAGS.root_dir, FLAGS.num_episodes, FLAGS.record_file, FLAGS.fps,
              FLAGS.gin_param, FLAGS.max_episode_steps, FLAGS.random_seed,
-             FLAGS.policy)
+             FLAGS.policy, FLAGS.module_path or ())
     except (ValueError, CheckpointError) as e:
         print('alf-play: error: %s' % e, file=sys.stderr)
         sys.exit(1)

@@ -53,9 +53,11 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from absl import app, flags
 
-from alf_rl.runs.gin_files import (add_module_paths, check_gin_syntax,
+from alf_rl.runs.gin_files import (add_module_paths, check_gin_syntax,  # noqa: F401
                                    parse_gin)
-from alf_rl.runs.quiet import import_tensorflow, run_app, start_runtime
+from alf_rl.runs.quiet import import_tensorflow, run_app
+# Importable from here too (benchmarks, tests).
+from alf_rl.runs.training import start_training_runtime  # noqa: F401
 from alf_rl.utils.checkpoint import (CheckpointError, RunDirError,
                                      RunDirLock, describe_os_error)
 
@@ -86,34 +88,12 @@ def _define_flags():
         'ckpt-K.set_aside (nothing is deleted). Rerun without it to resume.')
 
 
-def start_training_runtime(config: Any) -> None:
-    """Starts TensorFlow's runtime for a gin-configured ``TrainerConfig``:
-    right after parsing gin, before anything runs a TensorFlow op, it
-    creates ``config.strategy`` (logical devices and collective ops are
-    configured at start-up only) and lets the trainer class set what it
-    needs first (``configure_runtime``: the thread actors' inter-op
-    threads of ``AsyncOffPolicyTrainer``).
-
-    Args:
-        config: the ``TrainerConfig``.
-    """
-    from alf_rl.distributed.strategy import create_strategy
-
-    def _before_runtime():
-        create_strategy(config.strategy, config.num_logical_cpu_devices)
-        configure = getattr(config.trainer, 'configure_runtime', None)
-        if configure is not None:
-            import gin
-            configure(gin.get_bindings(config.trainer))
-
-    start_runtime(_before_runtime)
-
-
 def train(root_dir: str, gin_files: Sequence[str] = (),
           gin_params: Sequence[str] = (),
           module_paths: Sequence[str] = (),
           fresh_start: bool = False,
-          from_checkpoint: Optional[int] = None) -> Dict[str, Any]:
+          from_checkpoint: Optional[int] = None,
+          callbacks: Sequence[Any] = ()) -> Dict[str, Any]:
     """Builds the configured trainer and trains.
 
     Args:
@@ -127,27 +107,35 @@ def train(root_dir: str, gin_files: Sequence[str] = (),
             run moved aside, start from iteration 0).
         from_checkpoint: bind ``TrainerConfig.from_checkpoint`` (resume
             from that kept checkpoint, the newer ones set aside).
+        callbacks: ``TrainingCallback`` objects (see
+            ``alf_rl.trainers.callbacks``; gin's come after them).
 
     Returns:
         ``Trainer.train``'s result dict.
+
+    The run has a gin configuration of its own (``own_gin_config``): the
+    caller's bindings are not used and are back when it returns, so two
+    calls in one process train as two processes would.
     """
     import_tensorflow(start_runtime=False)
-    add_module_paths(module_paths)
-    parse_gin(gin_files, list(gin_params or []) +
-              (['TrainerConfig.fresh_start=True'] if fresh_start else []) +
-              (['TrainerConfig.from_checkpoint=%d' % from_checkpoint]
-               if from_checkpoint is not None else []), root_dir)
-    from alf_rl.trainers import TrainerConfig, create_trainer
-    config = TrainerConfig()
-    start_training_runtime(config)
-    # The trainer named by TrainerConfig.trainer, else the one of the
-    # algorithm's training_kind.
-    trainer = create_trainer(config)
+    from alf_rl.runs.training import build_gin_trainer
+    from alf_rl.trainers.gin_scope import own_gin_config
+    from alf_rl.runs.binding_checks import explain_configurable_error
+    with own_gin_config():
+        try:
+            trainer = build_gin_trainer(root_dir, gin_files, gin_params,
+                                        module_paths, fresh_start,
+                                        from_checkpoint)
+        except (ValueError, TypeError) as e:
+            # alf-train's line names the bindings: read while still bound.
+            e.explained = explain_configurable_error(  # type: ignore
+                str(e))
+            raise
     _TRAINERS.append(trainer)  # a stop signal from now on stops it
     if _STOP_SIGNAL:
         trainer.request_stop()
     try:
-        return trainer.train()
+        return trainer.train(callbacks) if callbacks else trainer.train()
     finally:
         _TRAINERS.remove(trainer)
         trainer.close()
@@ -250,7 +238,7 @@ def _main(argv):
                        FLAGS.from_checkpoint)
     except (ValueError, TypeError, TrainingError, CheckpointError,
             RunDirError) as e:
-        _fail(str(e), lock)
+        _fail(getattr(e, 'explained', str(e)), lock)
     except OSError as e:
         _fail(describe_os_error(e.filename or FLAGS.root_dir, e), lock)
     except tf.errors.OpError as e:

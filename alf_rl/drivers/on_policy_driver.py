@@ -10,7 +10,9 @@ One call of ``run()`` executes a compiled ``tf.function`` that
    ``TensorArray``s (``alf_rl.algorithms.unroll``, which holds
    distributions as their parameters there),
 3. stacks the arrays into [T, B, ...] ``TrainingInfo`` (distributions
-   rebuilt) and calls ``algorithm.train_complete``.
+   rebuilt), makes a step followed by FIRST a LAST step (a worker that
+   restarted its environment leaves a MID one: ``cut_seams``) and calls
+   ``algorithm.train_complete``.
 
 Final-step modes (ALF's), deciding how the value after the last step is
 obtained for bootstrapping:
@@ -33,7 +35,7 @@ from alf_rl.data_structures import LossInfo, TimeStep, TrainingInfo
 from alf_rl.drivers.driver import Driver, check_policy_step
 from alf_rl.environments.tf_environment import TFEnvironment
 from alf_rl.ops import distributions as dist_ops
-from alf_rl.ops.masks import mask_last_row
+from alf_rl.ops.masks import cut_seams, mask_last_row
 from alf_rl.specs import add_outer_dims
 from alf_rl.utils.common import trace_outputs, valid_step_mask
 from alf_rl.utils.nest import assert_same_structure
@@ -194,7 +196,11 @@ class OnPolicyDriver(Driver):
                 batch_size=self._batch_size,
                 final_row_fn=(None if self._final_step_mode == 'none' else
                               _final_row))
-        # The last row only bootstraps the returns of the rows before it.
+        # A step followed by FIRST is an episode's end (a restarted worker
+        # leaves a MID step there: ``cut_seams``). The last row only
+        # bootstraps the returns of the rows before it.
+        training_info = training_info._replace(
+            step_type=cut_seams(training_info.step_type))
         valid = valid_step_mask(training_info.step_type)
         valid = mask_last_row(valid)
         loss_info, _ = self._algorithm.train_complete(tape, training_info,

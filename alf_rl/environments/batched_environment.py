@@ -5,10 +5,21 @@ costs more in inter-process communication than the physics; stepping them in
 a Python loop is faster. ``ParallelPyEnvironment`` is the subprocess
 counterpart. Both stack their per-environment results with ``_BatchStacker``.
 
+A step (or reset) that does not finish within ``step_timeout`` seconds
+raises ``EnvironmentTimeoutError`` naming the environment, instead of hanging
+training for ever: with a timeout the environments are stepped on one
+watchdog thread (a daemon thread owned by the batch; the caller waits for
+its answer at most ``step_timeout`` seconds, which costs some 10-20 us per
+batched step). A hung environment's thread is left behind (Python cannot
+stop a thread) and the batch refuses every later call.
+
 No TensorFlow at import time (specs are read lazily from the environments).
 """
 
-from typing import Any, List, Optional, Sequence
+import queue
+import threading
+import weakref
+from typing import Any, Callable, List, Optional, Sequence
 
 import numpy as np
 
@@ -18,6 +29,107 @@ from alf_rl.environments.py_environment import (PyEnvironment, flatten_nest,
                                                 spec_shape)
 
 _FIRST = int(StepType.FIRST)
+
+# Seconds an environment may take for one step or reset (in this process or
+# in a worker process) before training stops with an error naming it.
+DEFAULT_STEP_TIMEOUT = 60.0
+
+
+class EnvironmentTimeoutError(RuntimeError):
+    """An in-process environment did not finish a step within the timeout."""
+
+
+def describe_environment(env: PyEnvironment) -> str:
+    """A short name of ``env``: its gymnasium id when it wraps one, else its
+    class name (e.g. ``'CartPole-v1'``, ``'PolicyUnittestEnv'``)."""
+    gym_env = getattr(env, 'gym_env', None)
+    env_id = getattr(getattr(gym_env, 'spec', None), 'id', None)
+    if env_id:
+        return str(env_id)
+    if gym_env is not None:
+        return type(getattr(gym_env, 'unwrapped', gym_env)).__name__
+    return type(env).__name__
+
+
+class _StepWatchdog(object):
+    """Runs calls on one daemon thread and waits ``timeout`` s for each.
+
+    Args:
+        timeout: seconds > 0 one call may take.
+        describe: ``describe(i)``, the name of environment i.
+    """
+
+    def __init__(self, timeout: float,
+                 describe: Callable[[int], str]) -> None:
+        self.timeout = float(timeout)
+        self.current = 0  # index of the environment being called
+        self._describe = describe
+        self._calls: 'queue.SimpleQueue[Any]' = queue.SimpleQueue()
+        self._results: 'queue.SimpleQueue[Any]' = queue.SimpleQueue()
+        self._hung: Optional[str] = None
+        self._thread: Optional[threading.Thread] = None
+
+
+    def call(self, fn: Callable[[], Any], what: str) -> Any:
+        """``fn()`` run on the watchdog thread.
+
+        Args:
+            fn: the call; it sets ``self.current`` to the index of the
+                environment it is calling.
+            what: 'step' or 'reset', for the message.
+        Returns:
+            What ``fn`` returned (its exception is raised here).
+        Raises:
+            EnvironmentTimeoutError: ``fn`` took longer than ``timeout``, or
+                an earlier call did.
+        """
+        if self._hung is not None:
+            raise EnvironmentTimeoutError(self._hung)
+        if self._thread is None:
+            # The thread holds the queues only: once this watchdog is
+            # collected (or closed) a None ends it.
+            self._thread = threading.Thread(
+                target=_serve, args=(self._calls, self._results),
+                name='alf_rl-env-watchdog', daemon=True)
+            self._thread.start()
+            weakref.finalize(self, self._calls.put, None)
+        self._calls.put(fn)
+        try:
+            ok, value = self._results.get(timeout=self.timeout)
+        except queue.Empty:
+            self._hung = (
+                "environment %d (%s) did not finish its %s within %g s "
+                "(create_environment.step_timeout; None waits for ever); it "
+                "is not stepped again" %
+                (self.current, self._describe(self.current), what,
+                 self.timeout))
+            raise EnvironmentTimeoutError(self._hung) from None
+        if not ok:
+            raise value
+        return value
+
+    @property
+    def hung(self) -> Optional[int]:
+        """Index of the environment that timed out, or None."""
+        return None if self._hung is None else self.current
+
+    def close(self) -> None:
+        """Ends the thread (after the call it is in, if any)."""
+        self._calls.put(None)
+        self._thread = None
+
+
+def _serve(calls: 'queue.SimpleQueue[Any]',
+           results: 'queue.SimpleQueue[Any]') -> None:
+    """The watchdog thread: runs the calls until it gets None."""
+    while True:
+        fn = calls.get()
+        if fn is None:
+            return
+        try:
+            results.put((True, fn()))
+        except BaseException as e:  # re-raised in the caller
+            results.put((False, e))
 
 
 def _structure_of(nest):
@@ -101,6 +213,17 @@ class _BatchStacker(object):
                         env_id=self.env_id.copy())
 
 
+def _watched(watchdog: _StepWatchdog, calls: List[Callable[..., Any]],
+             args: Optional[List[Any]] = None) -> List[Any]:
+    """``[calls[i](args[i])]`` (``calls[i]()`` without ``args``), noting in
+    ``watchdog.current`` which environment runs."""
+    results = []
+    for i, call in enumerate(calls):
+        watchdog.current = i
+        results.append(call() if args is None else call(args[i]))
+    return results
+
+
 def _check_same_specs(specs, what, describe):
     """Raises ValueError if environments disagree on a spec nest."""
     flat0 = flatten_nest(specs[0])
@@ -124,13 +247,25 @@ class BatchedPyEnvironment(PyEnvironment):
     Args:
         envs: non-empty sequence of unbatched ``PyEnvironment``s with equal
             specs.
+        step_timeout: seconds one step (or reset) of the batch may take
+            before ``EnvironmentTimeoutError`` names the environment that
+            hangs (module docstring); ``None``: step in the calling thread
+            and wait for ever.
 
     Raises:
-        ValueError: for an empty list, a batched environment or unequal
-            specs.
+        ValueError: for an empty list, a batched environment, unequal
+            specs or a timeout that is not a number > 0.
     """
 
-    def __init__(self, envs: Sequence[PyEnvironment]):
+    def __init__(self, envs: Sequence[PyEnvironment],
+                 step_timeout: Optional[float] = DEFAULT_STEP_TIMEOUT):
+        if step_timeout is not None and (
+                isinstance(step_timeout, bool) or
+                not isinstance(step_timeout, (int, float)) or
+                not step_timeout > 0):
+            raise ValueError("BatchedPyEnvironment: step_timeout must be a "
+                             "number of seconds > 0 or None, got %r" %
+                             (step_timeout, ))
         envs = list(envs)
         if not envs:
             raise ValueError("BatchedPyEnvironment needs at least one "
@@ -158,6 +293,13 @@ class BatchedPyEnvironment(PyEnvironment):
                                       self._action_spec, len(envs))
         self._flat_steps = [e._flat_step for e in envs]
         self._closed = False
+        self._watchdog = (None if step_timeout is None else _StepWatchdog(
+            step_timeout, lambda i: describe_environment(envs[i])))
+
+    @property
+    def step_timeout(self) -> Optional[float]:
+        """Seconds one step may take (None: no limit)."""
+        return None if self._watchdog is None else self._watchdog.timeout
 
     @property
     def envs(self) -> List[PyEnvironment]:
@@ -183,12 +325,24 @@ class BatchedPyEnvironment(PyEnvironment):
         return self._action_spec
 
     def _reset(self):
-        return self._stacker.stack([e._flat_reset() for e in self._envs])
+        resets = [e._flat_reset for e in self._envs]
+        if self._watchdog is None:
+            results = [f() for f in resets]
+        else:
+            watchdog = self._watchdog
+            results = watchdog.call(lambda: _watched(watchdog, resets),
+                                    'reset')
+        return self._stacker.stack(results)
 
     def _step(self, action):
         # Hot path: one Python call per environment, then one stack.
         actions = self._stacker.split_action(action)
-        results = [f(a) for f, a in zip(self._flat_steps, actions)]
+        if self._watchdog is None:
+            results = [f(a) for f, a in zip(self._flat_steps, actions)]
+        else:
+            watchdog, steps = self._watchdog, self._flat_steps
+            results = watchdog.call(
+                lambda: _watched(watchdog, steps, actions), 'step')
         return self._stacker.stack(results, action)
 
     @property
@@ -214,5 +368,9 @@ class BatchedPyEnvironment(PyEnvironment):
         """Closes every environment."""
         if not self._closed:
             self._closed = True
-            for env in self._envs:
-                env.close()
+            hung = None if self._watchdog is None else self._watchdog.hung
+            if self._watchdog is not None:
+                self._watchdog.close()
+            for i, env in enumerate(self._envs):
+                if i != hung:  # its thread may hold the environment's locks
+                    env.close()

@@ -37,7 +37,11 @@ import traceback
 import weakref
 from typing import Any, Callable, List, Optional, Sequence
 
-from alf_rl.environments.batched_environment import _BatchStacker
+# DEFAULT_STEP_TIMEOUT: seconds a worker may take to answer a step (or
+# reset, render, seed, call) before the parent gives up on it; the same
+# default limits an in-process environment's step.
+from alf_rl.environments.batched_environment import (DEFAULT_STEP_TIMEOUT,
+                                                     _BatchStacker)
 from alf_rl.environments.py_environment import PyEnvironment
 from alf_rl.utils.worker_config import WorkerConfig
 
@@ -59,10 +63,6 @@ _COMMAND_NAMES = {
 
 # How often a waiting parent checks that the worker is still alive.
 _POLL_SECONDS = 0.2
-
-#: Default seconds a worker may take to answer a step (or reset, render,
-#: seed, call) before the parent gives up on it.
-DEFAULT_STEP_TIMEOUT = 60.0
 
 
 def _dumps(obj):

@@ -798,18 +798,23 @@ class TFDynamicsEnvironment(TFEnvironment):
             self._render_env = None
 
 
-def load(name, batch_size, seed=None, max_episode_steps=None):
+def load(name, batch_size, seed=None, max_episode_steps=None,
+         check_finite=True):
     """A batched classic-control environment written in TF ops.
 
     Args:
         name: one of ``SUPPORTED_ENVIRONMENTS`` (gymnasium ids),
-            ``'DeepSea-N'`` (``DeepSeaDynamics(N)``) or ``'PointMass'``.
+            ``'DeepSea-N'`` (``DeepSeaDynamics(N)``), ``'PointMass'``, or a
+            MinAtar game ``'MinAtar/<Game>-v0'``/``-v1`` (see
+            ``suite_minatar.load``).
         batch_size: B, the number of environments.
         seed: int seed of the initial states; ``None`` for a random one.
         max_episode_steps: time limit; ``None`` for gymnasium's registered
             one (500 CartPole-v1, 200 Pendulum-v1, 200 MountainCar-v0, 999
             MountainCarContinuous-v0, 500 Acrobot-v1, N DeepSea-N, 50
             PointMass); 0 or negative for none.
+        check_finite: check every output for NaN/Inf in the graph
+            (``TFEnvironment.check_finite``; on by default).
 
     Returns:
         A ``TFDynamicsEnvironment`` whose specs equal those of
@@ -818,6 +823,10 @@ def load(name, batch_size, seed=None, max_episode_steps=None):
     Raises:
         ValueError: for an unsupported ``name`` or a bad argument.
     """
+    if str(name).startswith('MinAtar/'):
+        from alf_rl.environments import suite_minatar
+        return suite_minatar.load(name, batch_size, seed=seed,
+                                  max_episode_steps=max_episode_steps)
     deep_sea = re.fullmatch(r'DeepSea-(\d+)', str(name))
     if deep_sea:
         dynamics = DeepSeaDynamics(int(deep_sea.group(1)))
@@ -828,7 +837,11 @@ def load(name, batch_size, seed=None, max_episode_steps=None):
     else:
         raise ValueError(
             "suite_tf has no environment %r; supported are %s and "
-            "DeepSea-N, PointMass (use suite_gym.load for other gymnasium "
+            "DeepSea-N, PointMass, MinAtar/<Game>-v0/v1 (use "
+            "suite_gym.load for other gymnasium "
             "ids)" % (name, ', '.join(SUPPORTED_ENVIRONMENTS)))
-    return TFDynamicsEnvironment(dynamics, batch_size, seed=seed,
-                                 max_episode_steps=max_episode_steps)
+    env = TFDynamicsEnvironment(dynamics, batch_size, seed=seed,
+                                max_episode_steps=max_episode_steps)
+    env.check_finite = check_finite
+    env.env_name = dynamics.name
+    return env

@@ -13,16 +13,21 @@ exception in ``last_error`` (declared on ``TFEnvironment``): inside a graph
 TensorFlow wraps it into an ``OpError`` whose text is harder to read, so
 trainers report ``env.last_error``.
 
-Debug mode ``check_finite`` (``create_environment.check_finite=True``):
-every ``reset``/``step`` output is checked for NaN/Inf, and the first
-non-finite reward, discount or observation is reported as a ``ValueError``
-naming the field, the environment index and the element. ``TFPyEnvironment``
-checks in its existing callback (a few microseconds per step); other
-environments (``suite_tf``) get one ``tf.numpy_function`` per call, so
-their loops are then no longer XLA-compiled (``in_graph`` is False).
+``check_finite`` (on by default; opt out with
+``create_environment.check_finite=False``): every ``reset``/``step`` output
+is checked for NaN/Inf, and the first non-finite reward, discount or
+observation leaf is reported as a ``ValueError`` naming the leaf, the
+environment (index and ``env_name``) and the element, so that non-finite
+experience never reaches a loss or a replay buffer. ``TFPyEnvironment``
+checks in its existing callback (a few microseconds per step); in-graph
+environments (``suite_tf``) reduce one all-finite flag per call and fail an
+``Assert`` naming the leaf and the environment index (read back by
+``failed_finite_check``); XLA compiles that ``Assert`` away, so an
+XLA-compiled in-graph rollout relies on the loss and update checks.
 """
 
 import json
+import re
 import threading
 from typing import Any, List, Optional, Sequence
 
@@ -59,6 +64,9 @@ class TFEnvironment(object):
     """
 
     last_error: Optional[BaseException] = None
+    #: The environment's name in ``check_finite``'s errors (e.g.
+    #: ``'CartPole-v1'``; ``create_environment`` sets it), or None.
+    env_name: Optional[str] = None
     _check_finite: bool = False
 
     def __init__(self, time_step_spec: Any, action_spec: Any,
@@ -82,14 +90,16 @@ class TFEnvironment(object):
     def in_graph(self) -> bool:
         """True when ``reset``/``step`` are TensorFlow ops only (no Python
         callback), so loops over them can be XLA-compiled. False for
-        ``TFPyEnvironment``, and while ``check_finite`` is on."""
-        return not self._check_finite
+        ``TFPyEnvironment``."""
+        return True
 
     @property
     def check_finite(self) -> bool:
-        """Debug mode: raise ``ValueError`` naming the field, environment
-        index and element of the first NaN/Inf in a ``reset``/``step``
-        output (reward, discount, float observations). Off by default."""
+        """Raise ``ValueError`` naming the leaf, environment and element
+        of the first NaN/Inf in a ``reset``/``step`` output (reward,
+        discount, float observations); in a graph an ``OpError`` (see the
+        module docstring). Off here; ``TFPyEnvironment`` and
+        ``create_environment`` turn it on by default."""
         return self._check_finite
 
     @check_finite.setter
@@ -155,8 +165,10 @@ class TFEnvironment(object):
     def _checked_finite(self, time_step, what):
         """``time_step`` after a NaN/Inf check of its float leaves.
 
-        Eagerly the check runs at once; in a graph it is one
-        ``tf.numpy_function`` that the returned leaves depend on.
+        Eagerly the check runs at once (``raise_if_not_finite``); in a
+        graph one all-finite flag is reduced per leaf and an ``Assert``
+        names the first non-finite leaf and environment (the returned
+        leaves depend on it).
         """
         leaves = [(path.lstrip('.'), x) for path, x in
                   nest_utils.flatten_with_path(time_step)
@@ -164,23 +176,24 @@ class TFEnvironment(object):
                   and not path.startswith('.prev_action')]
         if not leaves:
             return time_step
-        paths = [p for p, _ in leaves]
-
-        def _check(*arrays):
+        if tf.executing_eagerly():
             try:
-                raise_if_not_finite(paths, arrays, what)
+                raise_if_not_finite([p for p, _ in leaves],
+                                    [x.numpy() for _, x in leaves], what,
+                                    self.env_name)
             except ValueError as e:
                 self.last_error = e
                 raise
-            return np.bool_(True)
-
-        tensors = [x for _, x in leaves]
-        if tf.executing_eagerly():
-            _check(*[x.numpy() for x in tensors])
             return time_step
-        ok = tf.numpy_function(_check, tensors, tf.bool, stateful=True,
-                               name='check_finite')
-        with tf.control_dependencies([ok]):
+        checks = []
+        for path, x in leaves:
+            # [B]: environment b's values of this leaf are all finite.
+            rows = tf.reduce_all(tf.reshape(tf.math.is_finite(x),
+                                            [tf.shape(x)[0], -1]), axis=1)
+            checks.append(tf.debugging.Assert(tf.reduce_all(rows), [
+                _FINITE_HEAD % (path, what, self.env_name or 'environment'),
+                tf.argmin(tf.cast(rows, tf.int32)), _FINITE_TAIL]))
+        with tf.control_dependencies(checks):
             return tf.nest.map_structure(tf.identity, time_step)
 
     def _check_action(self, action):
@@ -265,18 +278,48 @@ def _describe_value(x):
     return 'NaN' if isinstance(x, float) and x != x else repr(x)
 
 
+# The in-graph check's Assert: "<leaf>: NaN/Inf in the <step|reset> output of
+# <env name>, at env] [<index>] [(found by check_finite)".
+_FINITE_HEAD = '%s: NaN/Inf in the %s output of %s, at env'
+_FINITE_TAIL = '(found by check_finite)'
+_FINITE_FORM = re.compile(
+    r'(?P<path>\w[\w.\[\]\'"-]*): NaN/Inf in the (?P<what>step|reset) output '
+    r'of (?P<name>[^\[\]]+?), at env\]? \[?(?P<env>\d+)\]? \[?' +
+    re.escape(_FINITE_TAIL))
+
+
+def failed_finite_check(error: BaseException) -> Optional[ValueError]:
+    """The in-graph ``check_finite`` failure behind ``error`` as the
+    ``ValueError`` an eager check would raise, or None.
+
+    Args:
+        error: what a compiled call raised.
+    """
+    match = _FINITE_FORM.search(getattr(error, 'message', str(error)))
+    if match is None:
+        return None
+    path, name = match.group('path'), match.group('name')
+    return ValueError(
+        "%s: NaN/Inf at env %s in the %s output of %s (found by "
+        "check_finite) -- the environment returned a non-finite %s" %
+        (path, match.group('env'), match.group('what'), name,
+         path.split('.')[0].split('[')[0]))
+
+
 def raise_if_not_finite(paths: Sequence[str], arrays: Sequence[np.ndarray],
-                        what: str = 'step') -> None:
+                        what: str = 'step',
+                        env_name: Optional[str] = None) -> None:
     """Raises ``ValueError`` at the first array holding NaN or Inf.
 
     Args:
         paths: names of the arrays (``'observation'``, ``'reward'``...).
         arrays: [B, ...] float numpy arrays, one per path.
         what: the call that produced them (``'reset'``/``'step'``).
+        env_name: the environment's name for the message, or None.
 
     Raises:
         ValueError: e.g. ``observation: NaN at env 1, element (2,) in the
-            environment's step output (1 of 8 values non-finite)``.
+            step output of CartPole-v1 (1 of 8 values non-finite; ...)``.
     """
     for path, a in zip(paths, arrays):
         a = np.asarray(a)
@@ -287,12 +330,13 @@ def raise_if_not_finite(paths: Sequence[str], arrays: Sequence[np.ndarray],
         where = 'at env %d' % index[0]
         if index[1:]:
             where += ', element %s' % (index[1:], )
+        output = ("the environment's %s output" % what if env_name is None
+                  else 'the %s output of %s' % (what, env_name))
         raise ValueError(
-            "%s: %s %s in the environment's %s output (%d of %d values "
-            "non-finite; found by check_finite) -- the environment returned "
-            "a non-finite %s" % (path, _describe_value(a[index].item()),
-                                 where, what, int(bad.sum()), a.size,
-                                 path.split('.')[0].split('[')[0]))
+            "%s: %s %s in %s (%d of %d values non-finite; found by "
+            "check_finite) -- the environment returned a non-finite %s" %
+            (path, _describe_value(a[index].item()), where, output,
+             int(bad.sum()), a.size, path.split('.')[0].split('[')[0]))
 
 
 class _LeafCheck(object):
@@ -393,6 +437,11 @@ def _check_action_arrays(flat_actions: Sequence[np.ndarray],
             _raise_out_of_bounds(a, c)
 
 
+class NonFiniteActionError(ValueError):
+    """An action holding NaN or Inf reached the environment: the policy
+    (the model) computes non-finite values."""
+
+
 def _raise_out_of_bounds(a, c):
     """The ``ValueError`` of an action ``a`` outside ``c``'s bounds."""
     lo = np.broadcast_to(np.asarray(c.lo, a.dtype), c.shape)
@@ -404,7 +453,8 @@ def _raise_out_of_bounds(a, c):
     where = 'at env %d' % env
     if element:
         where += ', element %s' % (element, )
-    raise ValueError(
+    error = ValueError if np.isfinite(value) else NonFiniteActionError
+    raise error(
         "%s: value %s %s outside action_spec bounds %s (%d of %d "
         "values out of bounds) -- check the policy's output or clip it "
         "to the spec" % (c.path, _describe_value(value), where,
@@ -425,10 +475,12 @@ class TFPyEnvironment(TFEnvironment):
             ``BatchedPyEnvironment([py_env])``).
         check_actions: validate actions in the callback (shape, dtype, bounds,
             NaN). Leave on: the cost is a few microseconds per step.
-        check_finite: debug mode: also check the environment's rewards,
-            discounts and float observations for NaN/Inf in the callback
-            and raise ``ValueError`` naming the field and env index (see
-            ``TFEnvironment.check_finite``).
+        check_finite: also check the environment's rewards, discounts
+            and float observations for NaN/Inf in the callback and raise
+            ``ValueError`` naming the leaf, env index and ``env_name`` (see
+            ``TFEnvironment.check_finite``). On by default.
+        env_name: the name in those errors (e.g. ``'CartPole-v1'``), or
+            None.
     """
 
     @property
@@ -437,7 +489,7 @@ class TFPyEnvironment(TFEnvironment):
         return False
 
     def __init__(self, py_env: PyEnvironment, check_actions: bool = True,
-                 check_finite: bool = False):
+                 check_finite: bool = True, env_name: Optional[str] = None):
         if not isinstance(py_env, PyEnvironment):
             raise ValueError("TFPyEnvironment expects a PyEnvironment, got %r"
                              % (py_env, ))
@@ -476,6 +528,7 @@ class TFPyEnvironment(TFEnvironment):
             if c.is_float and not c.path.startswith('prev_action')
         ]
         self.check_finite = check_finite
+        self.env_name = env_name
         self._out_dtypes = [s.dtype for s in flat_specs]
         self._out_shapes = [[batch_size] + s.shape.as_list()
                             for s in flat_specs]
@@ -497,7 +550,7 @@ class TFPyEnvironment(TFEnvironment):
         """``check_finite`` on the flat numpy ``TimeStep`` of a callback."""
         for i, path in self._finite_leaves:
             if not np.isfinite(flat[i]).all():
-                raise_if_not_finite([path], [flat[i]], what)
+                raise_if_not_finite([path], [flat[i]], what, self.env_name)
 
     @property
     def pyenv(self) -> PyEnvironment:

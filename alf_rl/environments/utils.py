@@ -9,8 +9,10 @@ import numpy as np
 
 from alf_rl.environments import suite_atari, suite_gym
 from alf_rl.environments.batched_environment import BatchedPyEnvironment
+from alf_rl.environments.gym_wrapper import GymWrapper
 from alf_rl.environments.parallel_environment import (DEFAULT_STEP_TIMEOUT,
                                                       ParallelPyEnvironment)
+from alf_rl.environments.py_environment import PyEnvironment
 from alf_rl.environments.tf_environment import TFEnvironment, TFPyEnvironment
 from alf_rl.utils.config_types import is_int, is_number
 from alf_rl.utils.worker_config import WorkerConfig
@@ -63,8 +65,9 @@ def _check_arguments(env_name, num_parallel_environments, seed,
                     worker_config is None
                     or isinstance(worker_config, WorkerConfig))
     if _base_loader(env_load_fn) is suite_gym.load:
-        _check_argument('env_name', env_name, 'a gymnasium id (a str)',
-                        isinstance(env_name, str))
+        _check_argument('env_name', env_name, 'a gymnasium id (a str), a '
+                        'gymnasium.Env class or a factory returning one',
+                        isinstance(env_name, str) or callable(env_name))
 
 
 def _base_loader(env_load_fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -100,7 +103,69 @@ def _create_tf_environment(env_name, num_parallel_environments, seed,
                         seed=seed,
                         max_episode_steps=max_episode_steps)
     env.check_finite = check_finite
+    env.env_name = env_name
     return env
+
+
+def _check_env_id(env_name: str, env_load_fn: Callable) -> None:
+    """Fails on an id unknown to gymnasium or ALE before any worker starts
+    (also for ``functools.partial(suite_gym.load, ...)``, e.g. gym_load_fn's
+    wrapped loader)."""
+    if _base_loader(env_load_fn) is suite_gym.load:
+        suite_gym.check_env_id(env_name)
+    if _base_loader(env_load_fn) is suite_atari.load:
+        suite_atari.check_env_id(env_name)
+
+
+def load_env_factory(factory: Callable[..., Any],
+                     max_episode_steps: Optional[int] = None,
+                     render_mode: Optional[str] = None,
+                     seed: Optional[int] = None,
+                     env_id: int = 0) -> PyEnvironment:
+    """Builds one environment from a gymnasium ``Env`` class or a factory
+    (what ``create_environment`` loads an ``env_name`` that is not an id
+    with; in worker processes too, the factory pickled by reference or,
+    for one defined in a script, by value).
+
+    Args:
+        factory: a ``gymnasium.Env`` subclass or a callable returning a
+            ``gymnasium.Env`` (or an unbatched ``PyEnvironment``, used as
+            it is); called with ``render_mode=`` when one is given.
+        max_episode_steps: wraps the environment in gymnasium's
+            ``TimeLimit`` when > 0.
+        render_mode: passed to ``factory``.
+        seed: seed of the first reset.
+        env_id: ``TimeStep.env_id`` of the environment.
+
+    Returns:
+        An unbatched ``PyEnvironment`` (a ``GymWrapper`` of the env).
+
+    Raises:
+        TypeError: the factory returned neither a ``gymnasium.Env`` nor a
+            ``PyEnvironment``.
+    """
+    env = factory(render_mode=render_mode) if render_mode else factory()
+    if isinstance(env, PyEnvironment):
+        return env
+    import gymnasium
+    if not isinstance(env, gymnasium.Env):
+        raise TypeError("create_environment.env_name: %r returned %r; "
+                        "expected a gymnasium.Env" % (factory, env))
+    if max_episode_steps is not None and max_episode_steps > 0:
+        env = gymnasium.wrappers.TimeLimit(env, int(max_episode_steps))
+    wrapped = GymWrapper(env, env_id=env_id)
+    if seed is not None:
+        wrapped.seed(seed)
+    return wrapped
+
+
+def _loader_for(env_name: Any,
+                env_load_fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``load_env_factory`` for a class or factory given to the default
+    loader, else ``env_load_fn``."""
+    if env_load_fn is suite_gym.load and not isinstance(env_name, str):
+        return load_env_factory
+    return env_load_fn
 
 
 @gin.configurable
@@ -113,7 +178,7 @@ def create_environment(env_name: str = 'CartPole-v1',
                        render_mode: Optional[str] = None,
                        backend: str = 'gym',
                        step_timeout: Optional[float] = DEFAULT_STEP_TIMEOUT,
-                       check_finite: bool = False,
+                       check_finite: bool = True,
                        evaluation: bool = False,
                        worker_config: Optional[WorkerConfig] = None
                        ) -> TFEnvironment:
@@ -133,7 +198,10 @@ def create_environment(env_name: str = 'CartPole-v1',
     like CartPole, where IPC would cost more than the physics).
 
     Args:
-        env_name: gymnasium id (or whatever ``env_load_fn`` understands).
+        env_name: gymnasium id (or whatever ``env_load_fn`` understands);
+            with the default loader also a ``gymnasium.Env`` subclass or a
+            factory returning an env (``load_env_factory``), which
+            subprocess workers build the same way.
         num_parallel_environments: B, the batch size.
         seed: base seed; ``None`` draws one from numpy's global generator
             (so seeding numpy makes it reproducible).
@@ -147,15 +215,19 @@ def create_environment(env_name: str = 'CartPole-v1',
         render_mode: passed to ``env_load_fn`` when not ``None`` (the 'tf'
             backend renders env 0 with gymnasium's renderer on demand).
         backend: 'gym' or 'tf'.
-        step_timeout: with ``use_subprocess``: seconds a worker may take to
-            answer a step (or reset) before training stops with an error
-            naming the environment, the worker's pid and the time waited
-            (default 60; ``None``: wait as long as the worker lives).
-        check_finite: debug mode: check every reward, discount and float
-            observation for NaN/Inf and stop at the first one with an error
-            naming the field and the environment index. Off by default:
-            it costs a few microseconds per step with the 'gym' backend
-            and turns off XLA compilation with the 'tf' backend.
+        step_timeout: seconds an environment may take for a step (or
+            reset) before training stops with an error naming the
+            environment and the time waited (default 60; ``None``: wait for
+            ever). With ``use_subprocess`` the error also names the
+            worker's pid; in-process, the environments are then stepped on
+            a watchdog thread (``BatchedPyEnvironment``).
+        check_finite: check every reward, discount and float observation
+            for NaN/Inf and stop at the first one with an error naming the
+            leaf, the environment (index and ``env_name``) and the
+            iteration, so that non-finite experience never reaches a loss
+            or a replay buffer. On by default (a few microseconds per
+            step); ``False`` opts out. XLA compiles the 'tf' backend's
+            in-graph check away.
         evaluation: the environment is for greedy evaluation (the trainer
             asks for its evaluation environment so): passed on as
             ``env_load_fn(..., evaluation=True)`` when ``env_load_fn``
@@ -191,12 +263,8 @@ def create_environment(env_name: str = 'CartPole-v1',
         return _create_tf_environment(env_name, num_parallel_environments,
                                       seed, use_subprocess, env_load_fn,
                                       max_episode_steps, check_finite)
-    # Also for functools.partial(suite_gym.load, ...) (e.g. gym_load_fn's
-    # wrapped loader): fail on an unknown id before any worker starts.
-    if _base_loader(env_load_fn) is suite_gym.load:
-        suite_gym.check_env_id(env_name)
-    if _base_loader(env_load_fn) is suite_atari.load:
-        suite_atari.check_env_id(env_name)
+    env_load_fn = _loader_for(env_name, env_load_fn)
+    _check_env_id(env_name, env_load_fn)
     if seed is None:
         seed = int(np.random.randint(0, 2**31 - 1 - num_parallel_environments))
     kwargs = {}
@@ -216,5 +284,7 @@ def create_environment(env_name: str = 'CartPole-v1',
                                        step_timeout=step_timeout,
                                        worker_config=worker_config)
     else:
-        py_env = BatchedPyEnvironment([c() for c in constructors])
-    return TFPyEnvironment(py_env, check_finite=check_finite)
+        py_env = BatchedPyEnvironment([c() for c in constructors],
+                                      step_timeout=step_timeout)
+    return TFPyEnvironment(py_env, check_finite=check_finite,
+                           env_name=env_name)

@@ -20,7 +20,7 @@ from typing import Any, Optional
 
 import tensorflow as tf
 
-from alf_rl.data_structures import LossInfo
+from alf_rl.data_structures import LossInfo, StepType
 
 
 def is_unset(x: Any) -> bool:
@@ -183,3 +183,28 @@ def mask_last_row(m_t: tf.Tensor) -> tf.Tensor:
         [T, B, ...], equal to ``m_t`` on rows 0..T-2.
     """
     return tf.concat([m_t[:-1], tf.zeros_like(m_t[-1:])], axis=0)
+
+
+def cut_seams(step_type: tf.Tensor) -> tf.Tensor:
+    """Step types with every step followed by a FIRST step made LAST.
+
+    ``s'_t = LAST`` if ``s_{t+1} = FIRST`` (t < T-1), else ``s'_t = s_t``.
+
+    In an environment's own stream a FIRST step only follows a LAST one, so
+    on such data this is the identity. A collector that starts over without
+    ending its episode (a resumed run with Python environments, a restarted
+    subprocess worker or Ray actor) leaves a seam: a MID step followed by
+    the new episode's FIRST step. There is no transition across a seam, so
+    the step before it is cut like a time limit ends an episode: its loss
+    is masked (``valid_step_mask``), returns stop there and the step before
+    it bootstraps from its value (its discount is kept).
+
+    Args:
+        step_type: [T, B] (or [T]) integer ``StepType`` values, time-major.
+    Returns:
+        Tensor of ``step_type``'s shape and dtype.
+    """
+    step_type = tf.convert_to_tensor(step_type)
+    first = tf.equal(step_type[1:], tf.cast(StepType.FIRST, step_type.dtype))
+    ends = tf.concat([first, tf.zeros_like(step_type[-1:], tf.bool)], axis=0)
+    return tf.where(ends, tf.cast(StepType.LAST, step_type.dtype), step_type)

@@ -23,6 +23,8 @@ def one_step_td_target(r_t: tf.Tensor, discount_t: tf.Tensor,
 
     The target of DDPG, TD3, SARSA and SAC critics; for SAC ``v_t`` is the
     soft value (``soft_state_value``), so no separate "soft target" exists.
+    The target of a row whose successor is FIRST (a LAST step, or a seam:
+    ``alf_rl.ops.masks.cut_seams``) means nothing; the caller masks it.
 
     Args:
         r_t: [T-1, B] float32, rewards arriving with steps 1..T-1.
@@ -41,7 +43,8 @@ def n_step_returns(r_t: tf.Tensor, discount_t: tf.Tensor,
     """Returns over every row's available horizon, cut at LAST steps.
 
     ``G_t = r_{t+1} + gamma * discount_{t+1} * G_{t+1}``;
-    ``G_{T-1} = v_{T-1}``; ``G_t = v_t`` at a LAST step t. Row 0 of a
+    ``G_{T-1} = v_{T-1}``; ``G_t = v_t`` at a LAST step t and at a step t
+    followed by a FIRST step (a seam: ``alf_rl.ops.masks.cut_seams``). Row 0 of a
     [T, B] window gets a (T-1)-step return, row T-2 a one-step return (so
     with T = 2 this is ``one_step_td_target``).
 

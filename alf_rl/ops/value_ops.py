@@ -13,6 +13,11 @@ Conventions (see ``alf_rl/data_structures.py``):
 - Nothing bootstraps *through* a LAST step: the step after a LAST step is the
   FIRST step of another episode. At a LAST step t the return is ``v_t`` and
   the advantage is 0; the step before it bootstraps with ``d_LAST * v_LAST``.
+- Nor *into* a FIRST step: a step followed by a FIRST step ends its window's
+  episode as a LAST step does (``alf_rl.ops.masks.cut_seams``). In a single
+  environment stream that step is LAST anyway; it differs at a *seam*, a MID
+  step followed by a new episode's FIRST step (a collector that started
+  over: a resumed run with Python environments, a restarted worker).
 - The window's last step T-1 has no successor, so only T-1 results come back.
 
 These ops do not stop gradients; callers using the results as targets should
@@ -25,6 +30,7 @@ import numpy as np
 import tensorflow as tf
 
 from alf_rl.data_structures import StepType
+from alf_rl.ops.masks import cut_seams
 
 TensorLike = Union[tf.Tensor, np.ndarray]
 
@@ -34,7 +40,8 @@ def _prepare(rewards, values, step_types, discounts, time_major):
 
     Returns:
         ``(r, v, is_last, d)``: ``r``, ``v``, ``d`` float [T, ...] in the
-        dtype of ``values``; ``is_last`` bool [T, ...].
+        dtype of ``values``; ``is_last`` bool [T, ...], True at LAST steps
+        and at steps followed by a FIRST step (``cut_seams``).
     """
     values = tf.convert_to_tensor(values)
     if not values.dtype.is_floating:
@@ -67,7 +74,8 @@ def _prepare(rewards, values, step_types, discounts, time_major):
         raise ValueError("values: the time dimension must be at least 2 "
                          "(one step and its successor), got shape %s" %
                          values.shape)
-    is_last = tf.equal(step_types, tf.cast(StepType.LAST, step_types.dtype))
+    is_last = tf.equal(cut_seams(step_types),
+                       tf.cast(StepType.LAST, step_types.dtype))
     return rewards, values, is_last, discounts
 
 
@@ -91,7 +99,8 @@ def discounted_return(rewards: TensorLike,
     """Discounted returns of the first T-1 steps, restarting at LAST steps.
 
     G_{T-1} = final_value (default v_{T-1})
-    G_t     = v_t                            if step t is LAST
+    G_t     = v_t                            if step t is LAST (or step t+1
+                                             is FIRST: a seam)
     G_t     = r_{t+1} + d_{t+1} * G_{t+1}    otherwise
 
     So the step before a LAST step gets ``r_LAST + d_LAST * v_LAST``: no
@@ -138,7 +147,8 @@ def generalized_advantage_estimation(rewards: TensorLike,
 
     delta_t = r_{t+1} + d_{t+1} * v_{t+1} - v_t
     A_{T-1} = 0
-    A_t     = 0                                    if step t is LAST
+    A_t     = 0                                    if step t is LAST (or
+                                                   step t+1 is FIRST)
     A_t     = delta_t + λ * d_{t+1} * A_{t+1}      otherwise
 
     With λ=1, ``A = discounted_return(...) - values[:-1]``; with λ=0, ``A`` is

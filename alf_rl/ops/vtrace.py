@@ -19,8 +19,9 @@ Conventions as in ``alf_rl.ops.value_ops``: time-major ``[T, B]``; the reward
 and discount stored at step t belong to the transition *into* step t, so the
 transition out of step t has ``r_{t+1}`` and ``d_{t+1}`` (gamma already
 folded in: 0 after termination, gamma after a time limit); nothing
-bootstraps through a LAST step; row T-1 only bootstraps, so T-1 rows come
-back. In that indexing the recursion computed here is::
+bootstraps through a LAST step, nor into a FIRST step (a step followed by
+one counts as LAST: ``alf_rl.ops.masks.cut_seams``); row T-1 only
+bootstraps, so T-1 rows come back. In that indexing the recursion computed here is::
 
     delta_t        = rho_t (r_{t+1} + d_{t+1} v_{t+1} - v_t)
     vs_{T-1}       = v_{T-1}
@@ -45,6 +46,7 @@ import numpy as np
 import tensorflow as tf
 
 from alf_rl.data_structures import StepType
+from alf_rl.ops.masks import cut_seams
 
 TensorLike = Union[tf.Tensor, np.ndarray]
 
@@ -151,5 +153,6 @@ def _time_major_inputs(log_rhos, rewards, values, step_types, discounts):
             (values.shape[0] is not None and values.shape[0] < 2)):
         raise ValueError("values: expected [T, B] with T >= 2 (a step and "
                          "its successor), got shape %s" % values.shape)
-    is_last = tf.equal(step_types, tf.cast(StepType.LAST, step_types.dtype))
+    is_last = tf.equal(cut_seams(step_types),
+                       tf.cast(StepType.LAST, step_types.dtype))
     return log_rhos, rewards, values, is_last, discounts

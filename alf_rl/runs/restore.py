@@ -6,13 +6,14 @@ operative ``config.gin`` and the newest checkpoint in ``ckpt/``.
 """
 
 import os
-from typing import Any, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 
 def restore_run(root_dir: str, render: bool = False,
                 gin_params: Sequence[str] = (), max_episode_steps: int = 0,
                 seed: int = 0, restore_algorithm: bool = True,
-                prog: str = 'alf-play') -> Tuple[Any, Any]:
+                prog: str = 'alf-play',
+                module_paths: Sequence[str] = ()) -> Tuple[Any, Any]:
     """Parses a run's config; builds one environment and the algorithm.
 
     Args:
@@ -24,19 +25,27 @@ def restore_run(root_dir: str, render: bool = False,
         restore_algorithm: build the algorithm and restore the newest
             checkpoint of ``root_dir/ckpt`` (else the algorithm is None).
         prog: the command named in the "restored" line.
+        module_paths: directories searched first for the user modules
+            the run imported (``--module_path``; see
+            ``alf_rl.trainers.run_modules.find_run_modules``).
 
     Returns:
         ``(environment with batch size 1, algorithm or None)``.
 
     Raises:
-        ValueError: ``root_dir`` has no ``config.gin``.
+        ValueError: ``root_dir`` has no ``config.gin``, or a user module
+            it imports cannot be found (one line).
         CheckpointError: no checkpoint, or one that does not match.
+        NonFiniteStateError: the newest checkpoint holds NaN/Inf (one line
+            naming the tensor, and an earlier finite checkpoint to resume
+            training from); nothing is played from it.
     """
     import gin
     import alf_rl.configurables  # noqa: F401
     from alf_rl.environments.utils import create_environment
     from alf_rl.trainers.trainer import TrainerConfig
-    from alf_rl.utils.checkpoint import Checkpointer, CheckpointError
+    from alf_rl.utils.checkpoint import (Checkpointer, CheckpointError,
+                                         NonFiniteStateError)
     from alf_rl.utils.common import set_random_seed
 
     config_file = os.path.join(root_dir, 'config.gin')
@@ -49,8 +58,7 @@ def restore_run(root_dir: str, render: bool = False,
     if max_episode_steps:
         bindings.append('create_environment.max_episode_steps=%d' %
                         max_episode_steps)
-    gin.parse_config_files_and_bindings([config_file], bindings,
-                                        finalize_config=False)
+    _parse_run_config(root_dir, bindings, module_paths, prog)
     set_random_seed(seed)
     # Played as evaluated: whole games with unclipped rewards for Atari.
     env = create_environment(num_parallel_environments=1,
@@ -69,6 +77,46 @@ def restore_run(root_dir: str, render: bool = False,
     if not Checkpointer(ckpt_dir).latest_path():
         raise CheckpointError("no checkpoint in %s" % ckpt_dir)
     checkpointer = Checkpointer(ckpt_dir, algorithm=algorithm)
-    path = checkpointer.restore()
+    try:
+        path = checkpointer.restore()
+    except NonFiniteStateError as e:
+        raise NonFiniteStateError('%s: %s' % (e, _finite_advice(
+            ckpt_dir, checkpointer.checkpoints(), e.checkpoint)),
+            e.variable, e.checkpoint) from None
     print('%s: restored %s' % (prog, path))
     return env, algorithm
+
+
+def _finite_advice(ckpt_dir: str, steps: List[int],
+                   refused: Optional[str]) -> str:
+    """What to do about a refused non-finite checkpoint: resume training
+    from the newest earlier finite one (``alf-train --from_checkpoint``),
+    or train again."""
+    from alf_rl.utils.checkpoint_contents import finite_checkpoint_before
+    name = os.path.basename(os.path.dirname(refused or ''))
+    before = int(name[5:]) if name[5:].isdigit() else max(steps, default=0)
+    step = finite_checkpoint_before(ckpt_dir, steps, before)
+    if step is None:
+        return 'no earlier checkpoint with finite values is kept'
+    return ('ckpt-%d is the newest earlier one with finite values: resume '
+            'training from it with alf-train --from_checkpoint %d'
+            % (step, step))
+
+
+def _parse_run_config(root_dir: str, bindings: Sequence[str],
+                      module_paths: Sequence[str], prog: str) -> None:
+    """Parses ``root_dir/config.gin`` and ``bindings`` after finding the
+    user modules the run imported (``find_run_modules``); a module that
+    is still missing is named in one line (a ``ValueError``)."""
+    import gin
+    from alf_rl.trainers.run_modules import find_run_modules
+    find_run_modules(root_dir, module_paths, prog)
+    config_file = os.path.join(root_dir, 'config.gin')
+    try:
+        gin.parse_config_files_and_bindings([config_file], bindings,
+                                            finalize_config=False)
+    except ImportError as e:  # a run without modules.json (older ones)
+        raise ValueError("%s: %s imports module %r, which cannot be "
+                         "imported here: pass --module_path DIR, DIR the "
+                         "directory holding it" % (prog, config_file, e.name)
+                         ) from None

@@ -7,6 +7,14 @@ aside), the rescues (``from_checkpoint``: an earlier checkpoint, the newer
 ones set aside; ``fresh_start``: the whole earlier run set aside), and
 the checkpoint written before a ``TrainingError`` ends a run, unless the
 model may hold non-finite values.
+
+Nothing non-finite is checkpointed or resumed from: a save from NaN/Inf
+values (the model, its optimizer slots, the replay buffer) stops training
+with a ``NonFiniteModelError`` naming the variable and writes nothing; a
+non-finite loss or update writes no checkpoint either (the model that
+produced it is suspect); a checkpoint holding NaN/Inf is refused on
+restore. Each message names the newest earlier checkpoint whose values
+are all finite to resume from (``--from_checkpoint N``), if one is kept.
 """
 
 import contextlib
@@ -18,10 +26,18 @@ import tensorflow as tf
 
 from alf_rl.specs import add_outer_dims
 from alf_rl.trainers.config import CheckpointConfig
-from alf_rl.trainers.errors import NonFiniteLossError, TrainingError
+from alf_rl.environments.tf_environment import NonFiniteActionError
+from alf_rl.trainers.errors import (EnvironmentStepError, NonFiniteLossError,
+                                    NonFiniteModelError, NonFiniteUpdateError,
+                                    TrainingError)
 from alf_rl.utils.checkpoint import (Checkpointer, CheckpointSaveError,
-                                     RunDirLock, set_aside_run)
+                                     NonFiniteStateError, RunDirLock,
+                                     set_aside_run)
+from alf_rl.utils.checkpoint_contents import (finite_checkpoint_before,
+                                              non_finite_variable)
 from alf_rl.utils.common import NestState
+
+__all__ = ['RunCheckpoints', 'driver_loop_state', 'non_finite_variable']
 
 
 def driver_loop_state(driver: Any, env: Any, algorithm: Any) -> NestState:
@@ -46,20 +62,6 @@ def driver_loop_state(driver: Any, env: Any, algorithm: Any) -> NestState:
         driver.loop_state = value
 
     return NestState(spec, lambda: driver.loop_state, _set)
-
-
-def non_finite_variable(variables: Sequence[tf.Variable]) -> Optional[str]:
-    """The name of the first floating variable holding NaN or Inf, or None
-    (then a model of these variables is fit to checkpoint).
-
-    Args:
-        variables: e.g. an algorithm's ``variables``.
-    """
-    for v in variables:
-        if v.dtype.is_floating and not bool(
-                tf.reduce_all(tf.math.is_finite(v))):
-            return v.name
-    return None
 
 
 class RunCheckpoints(object):
@@ -128,6 +130,8 @@ class RunCheckpoints(object):
                 back.
             CheckpointError: the checkpoint does not match the model, or
                 ``from_checkpoint`` names none that reads back.
+            NonFiniteStateError: the checkpoint holds NaN/Inf (the message
+                names the tensor and an earlier finite checkpoint).
             RunDirError: setting the earlier run aside failed.
         """
         config, checkpointer = self._config, self.checkpointer
@@ -135,11 +139,17 @@ class RunCheckpoints(object):
             self._set_aside_run()
             return None
         checkpointer.remove_stale_temporaries()
-        if config.from_checkpoint is None:
-            restored = checkpointer.restore(move_corrupt=True)
-        else:
-            restored, moved = checkpointer.restore_from(
-                config.from_checkpoint)
+        try:
+            if config.from_checkpoint is None:
+                restored = checkpointer.restore(move_corrupt=True)
+            else:
+                restored, moved = checkpointer.restore_from(
+                    config.from_checkpoint)
+        except NonFiniteStateError as e:
+            step = _step_of(e.checkpoint)
+            raise NonFiniteStateError('%s: %s' % (e, self._resume_advice(
+                step)), e.variable, e.checkpoint) from None
+        if config.from_checkpoint is not None:
             _say("alf_rl: from_checkpoint=%d: %s" % (
                 config.from_checkpoint,
                 'set the newer checkpoints aside in %s (kept, nothing '
@@ -159,6 +169,39 @@ class RunCheckpoints(object):
             'moved the earlier run aside to %s (kept, nothing deleted): %s'
             % (dest, ', '.join(moved)) if dest else
             'no earlier run in %s' % root_dir))
+
+    def _resume_advice(self, before: int) -> str:
+        """How to resume from a checkpoint older than ``before``: ``'to
+        resume from ckpt-N (...), rerun with --from_checkpoint N'``, or
+        how to start over when none is kept."""
+        step = finite_checkpoint_before(self.checkpointer.directory,
+                                        self.checkpointer.checkpoints(),
+                                        before)
+        if step is None:
+            return ('no earlier checkpoint with finite values is kept: to '
+                    'start over, rerun with --fresh_start (the run is moved '
+                    'aside, nothing deleted)')
+        return ('to resume from ckpt-%d, the newest earlier checkpoint '
+                'whose values are finite, rerun with --from_checkpoint %d '
+                '(TrainerConfig.from_checkpoint; the newer ones are set '
+                'aside, nothing deleted)' % (step, step))
+
+    def _set_aside_current(self, it: int) -> str:
+        """After an error that shows the model at iteration ``it`` computes
+        NaN/Inf: its checkpoint, if written, set aside (kept) so that no
+        run resumes from it.
+
+        Returns:
+            ``'ckpt-N was set aside as ckpt-N.non_finite (kept, not resumed
+            from)'``, or ``''`` when there was none.
+        """
+        if it != self.saved_iteration or \
+                it not in self.checkpointer.checkpoints():
+            return ''
+        aside = self.checkpointer.set_aside(it)
+        self.saved_iteration = None
+        return ('ckpt-%d was set aside as %s (kept, not resumed from)' %
+                (it, aside))
 
     def _rerun_advice(self) -> str:
         """How to resume this run later: ``'rerun the same command'``, or
@@ -187,11 +230,21 @@ class RunCheckpoints(object):
         Raises:
             CheckpointSaveError: the save failed (the last good checkpoint
                 is kept).
+            NonFiniteModelError: a variable to save (the model, an
+                optimizer slot, the replay buffer) holds NaN/Inf; nothing
+                was written.
         """
         if iteration == self.saved_iteration:
             return
         before()
-        self.checkpointer.save(iteration)
+        try:
+            self.checkpointer.save(iteration)
+        except NonFiniteStateError as e:
+            raise NonFiniteModelError(
+                'training stopped at iteration %d: %s holds NaN/Inf values, '
+                'so no checkpoint was written; %s.' % (
+                    iteration, e.variable, self._resume_advice(iteration)),
+                iteration, e.variable) from None
         self.saved_iteration = iteration
 
     def save_after_error(self, error: TrainingError,
@@ -209,12 +262,24 @@ class RunCheckpoints(object):
         last_good = ('the last good checkpoint is %s' % last if last else
                      'there is no earlier checkpoint')
         path = None
-        if isinstance(error, NonFiniteLossError) and error.update_applied:
+        if isinstance(error, NonFiniteModelError):
+            return  # its message says what was (not) written
+        if it == 0:
+            note = "No checkpoint was written: no iteration had completed."
+        elif isinstance(error, NonFiniteLossError) and error.update_applied:
+            aside = self._set_aside_current(it)
             note = ("No checkpoint was written: the update with the "
                     "non-finite loss was already applied (XLA), so the model "
-                    "may hold NaN/Inf values; %s." % last_good)
-        elif it == 0:
-            note = "No checkpoint was written: no iteration had completed."
+                    "may hold NaN/Inf values; %s%s." % (
+                        'the checkpoint of the model that produced it, %s; '
+                        % aside if aside else '', self._resume_advice(it)))
+        elif _model_suspect(error):
+            aside = self._set_aside_current(it)
+            note = "No checkpoint was written: %s; %s." % (
+                'the model that produced it computes NaN/Inf, so its '
+                'checkpoint %s' % aside if aside else 'the model that '
+                'produced it may itself compute NaN/Inf',
+                self._resume_advice(it))
         elif (bad := non_finite_variable(variables)) is not None:
             note = ("No checkpoint was written: the model variable %s holds "
                     "non-finite values; %s." % (bad, last_good))
@@ -232,6 +297,21 @@ class RunCheckpoints(object):
             except CheckpointSaveError as e:
                 note = "Writing a checkpoint failed too: %s." % e
         error.add_checkpoint_note(note, path)
+
+
+def _model_suspect(error: TrainingError) -> bool:
+    """Whether ``error`` shows the model computes NaN/Inf: a non-finite
+    loss or update, or a NaN/Inf action."""
+    return isinstance(error, (NonFiniteLossError, NonFiniteUpdateError)) or (
+        isinstance(error, EnvironmentStepError)
+        and isinstance(error.env_error, NonFiniteActionError))
+
+
+def _step_of(prefix: Optional[str]) -> int:
+    """The step of a checkpoint prefix ``.../ckpt-<step>/ckpt``."""
+    name = os.path.basename(os.path.dirname(prefix or ''))
+    digits = name[len('ckpt-'):]
+    return int(digits) if digits.isdigit() else 0
 
 
 def _say(line: str) -> None:

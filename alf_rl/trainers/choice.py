@@ -51,7 +51,9 @@ def create_trainer(
             settings its kind cannot train with (``check_trainer_pairing``).
     """
     if config.trainer is not None:
-        return config.trainer(config, env=env, eval_env=eval_env)
+        # A trainer without an environment (OfflineTrainer) takes no env.
+        named = {} if env is None else {'env': env}
+        return config.trainer(config, eval_env=eval_env, **named)
     run = build_run(config, env, eval_env)
     algorithm = run.algorithm
     kind = algorithm.training_kind if isinstance(algorithm, Trained) else None

@@ -9,17 +9,26 @@ Each error is classified by where it was raised, not by its words:
 - a non-finite loss fails the in-graph ``check_loss_finite``
   (``alf_rl.utils.loss_checks``), whose message has one declared form that
   the same module reads back (``failed_loss_check``): a
-  ``NonFiniteLossError`` with its fields.
+  ``NonFiniteLossError`` with its fields;
+- a non-finite gradient fails the update's ``check_update_finite`` (same
+  module, read back by ``failed_update_check``): a ``NonFiniteUpdateError``
+  (the update was not applied);
+- an in-graph environment's ``check_finite`` fails an ``Assert`` of
+  ``alf_rl.environments.tf_environment`` (read back by
+  ``failed_finite_check``): an ``EnvironmentStepError``.
 
-``training_error_from`` applies both to a failed compiled call; any other
-error is not a ``TrainingError`` and propagates as it is.
+``training_error_from`` applies these to a failed compiled call; any other
+error is not a ``TrainingError`` and propagates as it is. A checkpoint
+refused because the model state holds NaN/Inf stops training with a
+``NonFiniteModelError`` (raised by ``RunCheckpoints.save``).
 """
 
 from typing import NoReturn, Optional, Tuple
 
 import tensorflow as tf
 
-from alf_rl.utils.loss_checks import failed_loss_check
+from alf_rl.environments.tf_environment import failed_finite_check
+from alf_rl.utils.loss_checks import failed_loss_check, failed_update_check
 
 
 class TrainingError(RuntimeError):
@@ -107,6 +116,43 @@ class NonFiniteLossError(TrainingError):
         self.detail = detail
 
 
+class NonFiniteUpdateError(TrainingError):
+    """An update's gradient held NaN or Inf; the update was not applied.
+
+    Args:
+        message: see ``TrainingError``.
+        iteration: see ``TrainingError``.
+        last_iteration: see ``TrainingError``.
+        owner: the algorithm's ``name``.
+        variable: the variable whose gradient was not finite (the first).
+    """
+
+    kind = 'non_finite_update'
+
+    def __init__(self, message: str, iteration: int,
+                 last_iteration: Optional[int], owner: str, variable: str):
+        super().__init__(message, iteration, last_iteration)
+        self.owner = owner
+        self.variable = variable
+
+
+class NonFiniteModelError(TrainingError):
+    """The model state (a variable, an optimizer slot, the replay buffer)
+    holds NaN or Inf, found before a checkpoint: none was written.
+
+    Args:
+        message: see ``TrainingError``.
+        iteration: see ``TrainingError``.
+        variable: the variable named.
+    """
+
+    kind = 'non_finite_state'
+
+    def __init__(self, message: str, iteration: int, variable: str):
+        super().__init__(message, iteration)
+        self.variable = variable
+
+
 class EnvironmentStepError(TrainingError):
     """The environment's Python callback raised inside a compiled call.
 
@@ -141,17 +187,26 @@ def training_error_from(error: tf.errors.OpError, iteration: int,
             behind ``error`` when its callback raised), or None.
 
     Returns:
-        An ``EnvironmentStepError`` when ``env_error`` is set, a
-        ``NonFiniteLossError`` when ``error`` is a loss check's failure,
-        else ``None`` (the caller re-raises ``error``).
+        An ``EnvironmentStepError`` when ``env_error`` is set or an
+        in-graph environment's finiteness check failed, a
+        ``NonFiniteLossError`` when ``error`` is a loss check's failure, a
+        ``NonFiniteUpdateError`` for an update check's, else ``None`` (the
+        caller re-raises ``error``).
     """
     last = iteration + num_iterations - 1
     where = ("at iteration %d" % iteration if num_iterations == 1 else
              "in iterations %d-%d" % (iteration, last))
+    if env_error is None:
+        env_error = failed_finite_check(error)
     if env_error is not None:
         return EnvironmentStepError(
             "training stopped %s: %s" % (where, env_error), iteration, last,
             env_error)
+    update = failed_update_check(error)
+    if update is not None:
+        return NonFiniteUpdateError(
+            "training stopped %s: %s." % (where, update.detail), iteration,
+            last, owner=update.owner, variable=update.variable)
     check = failed_loss_check(error)
     if check is None:
         return None

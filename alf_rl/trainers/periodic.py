@@ -3,12 +3,14 @@ iterations, each at its own interval of ``TrainerConfig``: training
 summaries (``report.summary_interval``), a greedy evaluation
 (``evaluation.eval_interval``), a checkpoint
 (``checkpoint.checkpoint_interval``) and the progress line
-(``report.progress_interval_secs``).
+(``report.progress_interval_secs``), and the user's callbacks
+(``alf_rl.trainers.callbacks``) after each of them.
 """
 
 from typing import Any, Callable, Dict
 
 from alf_rl.metrics.training_metrics import TrainingMetrics
+from alf_rl.trainers.callbacks import CallbackList
 from alf_rl.trainers.checkpoints import RunCheckpoints
 from alf_rl.trainers.config import TrainerConfig
 from alf_rl.trainers.progress import RunClock
@@ -48,6 +50,8 @@ class PeriodicWork(object):
         self._evaluate = evaluate
         self._extra_summaries = extra_summaries
         self._report_progress = report_progress
+        #: The user's callbacks of the current ``Trainer.train``.
+        self.callbacks = CallbackList()
 
     def after_call(
         self,
@@ -72,9 +76,13 @@ class PeriodicWork(object):
                 its budget; no checkpoint or progress line (the trainer
                 writes those last).
         """
-        c = self._config
+        c, callbacks = self._config, self.callbacks
         if (iteration % c.report.summary_interval == 0) != final:
             self._write_train_summaries(clock, loss_info, iteration, now)
+        if callbacks.callbacks and not final:
+            scalars = self._metrics.scalars()
+            scalars.update(summary_utils.loss_scalars(loss_info))
+            callbacks.call('on_iterations_end', iteration, iteration, scalars)
         if (
             c.evaluation.evaluate
             and (iteration % c.evaluation.eval_interval == 0) != final
@@ -83,13 +91,23 @@ class PeriodicWork(object):
             self._summaries.write_eval(
                 clock.last_eval, iteration, self._metrics.num_env_steps()
             )
+            callbacks.call(
+                'on_evaluation_end', iteration, iteration, clock.last_eval
+            )
         if final:
             return
         if iteration % c.checkpoint.checkpoint_interval == 0:
-            self._checkpoints.save(iteration, self._summaries.flush)
+            self.save_checkpoint(iteration)
         if now - clock.last_report >= c.report.progress_interval_secs:
             self._report_progress(clock)
             clock.last_report = now
+
+    def save_checkpoint(self, iteration: int) -> None:
+        """Checkpoints ``iteration`` (unless it is the newest save) and
+        tells the callbacks (``on_checkpoint``)."""
+        if iteration != self._checkpoints.saved_iteration:
+            self._checkpoints.save(iteration, self._summaries.flush)
+            self.callbacks.call('on_checkpoint', iteration, iteration)
 
     def _write_train_summaries(
         self, clock: RunClock, loss_info: Any, iteration: int, now: float

@@ -27,25 +27,30 @@ trainer chosen from the algorithm's ``training_kind`` when
 ``TrainerConfig.trainer`` is None (``alf_rl.trainers.choice``).
 ``alf-train`` configures ``TrainerConfig`` and ``create_environment`` with
 gin instead. Outputs under ``root_dir``: ``train/``/``eval/`` event files,
-``ckpt/``, ``config.gin`` and the lock ``.alf_rl.lock`` (a run that fails
+``ckpt/``, ``config.gin``, ``modules.json`` (the user modules gin
+imported, see ``run_modules``) and the lock ``.alf_rl.lock`` (a run that fails
 before its first iteration leaves none of them).
 """
 
 import threading
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Sequence
 
 import tensorflow as tf
 
 from alf_rl.environments.tf_environment import TFEnvironment
 from alf_rl.metrics.training_metrics import TrainingMetrics
+from alf_rl.trainers.callbacks import (CallbackList, TrainingCallback,
+                                       training_callbacks)
 from alf_rl.trainers.checkpoints import RunCheckpoints, driver_loop_state
 from alf_rl.trainers.config import TrainerConfig
 from alf_rl.trainers.env_sources import EnvSource
 from alf_rl.trainers.errors import TrainingError, raise_training_error
+from alf_rl.trainers.gin_scope import GinState, own_gin_config
 from alf_rl.trainers.periodic import PeriodicWork
 from alf_rl.trainers.progress import (ProgressReporter, RunClock,
                                       budget_reached, stop_condition)
+from alf_rl.trainers.run_modules import write_run_modules
 from alf_rl.trainers.run_setup import BuiltRun, build_run
 from alf_rl.trainers.summaries import RunSummaries
 
@@ -57,11 +62,10 @@ EPISODE_AVERAGES = ('AverageReturn', 'AverageEpisodeLength')
 class Trainer(object):
     """Base of trainers: environment, algorithm and the training loop.
 
-    Environments: ``env`` and ``eval_env`` are ``TFEnvironment``s or,
-    better, factories ``(seed: int) -> TFEnvironment``, called with the
-    run's seed (``eval_env``: seed + 7919), so a seeded run seeds them too;
-    ``None`` builds them with the gin-configured ``create_environment``
-    (the ``alf-train`` way). The trainer owns them: ``close()`` closes them.
+    ``env`` and ``eval_env`` are ``TFEnvironment``s or, better, factories
+    ``(seed: int) -> TFEnvironment`` called with the run's seed
+    (``eval_env``: seed + 7919); ``None``: the gin-configured
+    ``create_environment``. ``close()`` closes them.
 
     Args:
         config: a ``TrainerConfig``.
@@ -123,6 +127,8 @@ class Trainer(object):
         self._periodic = PeriodicWork(
             config, self._metrics, self._summaries, self._checkpoints,
             self.evaluate, self._extra_summaries, self._report_progress)
+        # train() runs in the gin configuration the run was built in.
+        self._gin_state = [GinState.capture()]
 
     # ------------------------------------------------------------ to override
     def _create_driver(self) -> Any:
@@ -149,19 +155,12 @@ class Trainer(object):
 
     def _checkpoint_objects(self) -> Dict[str, Any]:
         """Trackable objects checkpointed besides the algorithm, metrics,
-        iteration and optimizers: what a resumed run needs to continue as
-        the uninterrupted one would.
-
-        - ``rng``: the global ``tf.random.Generator`` (restoring assigns
-          its state variable, which the compiled functions captured).
-        - ``eval_rng``: the evaluation's generator (a placeholder without
-          evaluation: the layout does not depend on ``evaluate``).
-        - ``env_state`` and ``driver_state``, when the training environment
-          can save its state (``suite_tf``, ``suite_unittest``); others
-          (gymnasium) are reset after a resume: their episodes restart.
-
-        Subclasses add theirs (e.g. a replay buffer) to this dict.
-        """
+        iteration and optimizers, for a resumed run to continue as the
+        uninterrupted one would: ``rng`` (the global generator),
+        ``eval_rng`` (a placeholder without evaluation), and
+        ``env_state``/``driver_state`` when the environment can save its
+        state (``suite_tf``, ``suite_unittest``; gymnasium episodes
+        restart). Subclasses add theirs (e.g. a replay buffer)."""
         objects = {
             'rng': tf.random.get_global_generator(),
             'eval_rng': (self._evaluator.generator if self._evaluator
@@ -214,8 +213,7 @@ class Trainer(object):
         evaluation environment (see ``Evaluator.evaluate``).
 
         Raises:
-            ValueError: if the trainer was built without evaluation (no
-                evaluation environment).
+            ValueError: the trainer was built without evaluation.
         """
         if self._evaluator is None:
             raise ValueError("Trainer.evaluate: no evaluation environment; "
@@ -230,15 +228,20 @@ class Trainer(object):
             self._evaluator.close()
 
     # ------------------------------------------------------------ main loop
-    def train(self) -> Dict[str, Any]:
-        """Trains until ``num_iterations`` or ``num_env_steps``; resumable.
+    def train(self, callbacks: Sequence[TrainingCallback] = ()
+              ) -> Dict[str, Any]:
+        """Trains until ``num_iterations`` or ``num_env_steps`` (or a
+        callback asks to stop); resumable.
+
+        Args:
+            callbacks: ``TrainingCallback`` objects (``Callback``
+                subclasses), called before the gin-configured ones
+                (``training_callbacks``); see ``alf_rl.trainers.callbacks``.
 
         Holds the run directory's lock (``RunDirLock``) while it runs.
-        Resumes from the newest checkpoint that reads back completely
-        (corrupt newer ones are moved aside and reported; see
-        ``Checkpointer.restore``); summaries that an interrupted run wrote
-        after that checkpoint are removed from the event files first, so
-        TensorBoard shows one value per step.
+        Resumes from the newest checkpoint that reads back completely (see
+        ``RunCheckpoints.restore``); summaries written after it are
+        removed first, so TensorBoard shows one value per step.
 
         Returns:
             the final ``'Metrics/...'`` values, the last evaluation's as
@@ -248,16 +251,23 @@ class Trainer(object):
             checkpoint).
 
         Raises:
-            TrainingError: a ``NonFiniteLossError`` or an
-                ``EnvironmentStepError``, after a checkpoint when the model
-                is still good (see ``RunCheckpoints.save_after_error``).
+            TrainingError: a ``NonFiniteLossError``, an
+                ``EnvironmentStepError`` or a ``CallbackError``, after a
+                checkpoint when the model is still good (see
+                ``RunCheckpoints.save_after_error``).
             RunDirLockedError: another process trains in ``root_dir``.
             RunDirError: ``root_dir`` cannot be written (e.g. a full disk:
                 ``CheckpointSaveError``, the last good checkpoint kept).
             NoUsableCheckpointError, CheckpointError: see
                 ``RunCheckpoints.restore``.
+
+        It runs in the gin configuration the trainer was built in; the
+        caller's is back when it returns.
         """
-        with self._checkpoints.locked():
+        with own_gin_config(self._gin_state.pop(), keep=self._gin_state), \
+                self._checkpoints.locked():
+            self._periodic.callbacks = CallbackList(
+                list(callbacks) + training_callbacks())
             return self._train_locked()
 
     def _train_locked(self):
@@ -269,29 +279,34 @@ class Trainer(object):
         summaries.open()  # event files come with their first summary
         clock = RunClock(time.time(), self._env_steps())
         loss_info, config_written = None, False
+        callbacks = self._periodic.callbacks
         try:
+            callbacks.call('on_training_start', *[self._iteration_count()] * 2)
             while not self._done() and not self._stop_requested.is_set():
                 try:
                     loss_info, now = self._run_call(clock)
+                    if not config_written:  # a failed first call: none
+                        summaries.write_config()
+                        write_run_modules(self._root_dir)
+                        config_written = True
+                    self._after_call(clock, loss_info, now)
                 except TrainingError as error:
                     summaries.flush()
                     checkpoints.save_after_error(
                         error, getattr(self._algorithm, 'variables', ()))
                     raise
-                if not config_written:  # a failed first call leaves none
-                    summaries.write_config()
-                    config_written = True
-                self._after_call(clock, loss_info, now)
             if loss_info is not None and self._done():
                 self._after_call(clock, loss_info, time.time(), final=True)
             self._report_progress(clock)
-            checkpoints.save(self._iteration_count(), summaries.flush)
+            self._periodic.save_checkpoint(self._iteration_count())
         finally:
             summaries.flush()
         stopped = self._stop_requested.is_set()
         self._stop_requested.clear()  # handled: the next train() runs
-        return clock.result(self._metrics.scalars(), self._iteration_count(),
-                            stopped)
+        result = clock.result(self._metrics.scalars(),
+                              self._iteration_count(), stopped)
+        callbacks.call('on_training_end', self._iteration_count(), result)
+        return result
 
     def _run_call(self, clock):
         """One compiled call of one or more training iterations.
@@ -337,9 +352,9 @@ class Trainer(object):
     def _env_steps(self):
         return self._metrics.num_env_steps()
 
-    def _done(self):
-        return budget_reached(self._config, self._metrics,
-                              self._iteration_count())
+    def _done(self):  # the budget, or a callback's stop request
+        return self._periodic.callbacks.stop_requested or budget_reached(
+            self._config, self._metrics, self._iteration_count())
 
     def _fraction_done(self):
         return self._config.fraction_done(self._iteration_count(),

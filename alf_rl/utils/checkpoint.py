@@ -24,6 +24,12 @@ line (which, why) and, for the run that owns the directory, moved aside to
 which none is usable raise ``NoUsableCheckpointError``: the trainer never
 silently starts from iteration 0 next to them.
 
+Values are checked both ways (``alf_rl.utils.checkpoint_contents``): a save
+from objects holding NaN or Inf (a model, its optimizer slots, a replay
+buffer) raises ``NonFiniteStateError`` and writes nothing, and a checkpoint
+that holds NaN or Inf is refused on restore with one line naming the
+tensor (``NonFiniteStateError``; it is kept, never moved aside).
+
 Rescuing a run: ``Checkpointer.restore_from(step)`` resumes from an earlier
 checkpoint and renames the newer ones ``ckpt-<step>.set_aside``;
 ``set_aside_run`` moves a whole earlier run (``ckpt/``, ``train/``,
@@ -49,6 +55,9 @@ import sys
 import tempfile
 import time
 from typing import Any, Dict, List, Optional, Tuple
+
+from alf_rl.utils.checkpoint_contents import (checkpoint_variables,
+                                              non_finite_variable, read_back)
 
 _NAME = re.compile(r'^ckpt-(\d+)$')
 _MOVED_ASIDE = re.compile(r'^ckpt-\d+\.corrupt(-\d+)?$')
@@ -97,6 +106,23 @@ class RunDirLockedError(RunDirError):
 
 class CheckpointSaveError(RunDirError):
     """Writing a checkpoint failed; the previous checkpoints are intact."""
+
+
+class NonFiniteStateError(CheckpointError):
+    """A checkpoint not written, or refused on restore, because a value
+    in it is NaN or Inf.
+
+    Args:
+        message: the one-line message.
+        variable: the variable (live) or tensor key (on disk) named.
+        checkpoint: the prefix refused on restore, or None for a save.
+    """
+
+    def __init__(self, message: str, variable: str,
+                 checkpoint: Optional[str] = None):
+        super().__init__(message)
+        self.variable = variable
+        self.checkpoint = checkpoint
 
 
 def describe_os_error(path: str, error: BaseException) -> str:
@@ -440,10 +466,17 @@ class Checkpointer(object):
             CheckpointSaveError: the save failed (e.g. "no space left on
                 device at PATH"); its temporary directory is removed and
                 the previous checkpoints and ``latest`` are intact.
+            NonFiniteStateError: a variable to save holds NaN or Inf
+                (named); nothing was written.
         """
         import tensorflow as tf
         step = int(step)
         name = 'ckpt-%d' % step
+        bad = non_finite_variable(self._variables())
+        if bad is not None:
+            raise NonFiniteStateError(
+                'checkpoint %s not written: %s holds NaN/Inf values' %
+                (name, bad), bad)
         final = os.path.join(self._dir, name)
         tmp = None
         replaced = None
@@ -515,6 +548,8 @@ class Checkpointer(object):
             CheckpointError: ``path`` is unreadable, or the checkpoint does
                 not match the objects being restored (different networks,
                 specs...): names and shapes, no values.
+            NonFiniteStateError: the checkpoint holds NaN or Inf (naming
+                the tensor); nothing was restored.
         """
         if path is not None:
             problem = _unreadable(path)
@@ -523,7 +558,7 @@ class Checkpointer(object):
                                       '(%s)' % (path, problem))
             self._read(path)
             return path
-        steps, notes = self._candidates()
+        steps, notes = _candidates(self._dir, self._steps())
         for note in notes:
             _say(note)
         problems = []
@@ -548,7 +583,7 @@ class Checkpointer(object):
         if not problems and 'latest' not in listing and not any(
                 _MOVED_ASIDE.match(n) for n in listing):
             return None
-        raise self._no_usable_checkpoint(problems)
+        raise _no_usable_checkpoint(self._dir, problems)
 
     def restore_from(self, step: int) -> Tuple[str, List[str]]:
         """Restores the checkpoint ``ckpt-<step>`` and then renames every
@@ -569,6 +604,7 @@ class Checkpointer(object):
             CheckpointError: there is no ``ckpt-<step>`` (naming those
                 there are), it does not read back completely, or it does
                 not match the objects being restored.
+            NonFiniteStateError: it holds NaN or Inf.
         """
         name = 'ckpt-%d' % step
         steps = self._steps()
@@ -591,70 +627,41 @@ class Checkpointer(object):
         atomic_write_text(os.path.join(self._dir, 'latest'), name)
         return prefix, moved
 
-    # ------------------------------------------------------------ internals
-    def _no_usable_checkpoint(self, problems: List[Tuple[str, str]]
-                              ) -> NoUsableCheckpointError:
-        """The error for a directory whose checkpoints are all unusable.
+    def set_aside(self, step: int, suffix: str = '.non_finite') -> str:
+        """Renames ``ckpt-<step>`` to ``ckpt-<step><suffix>`` (kept, never
+        read again) and points ``latest`` at the newest checkpoint left
+        (removing it when none is). Only for the process that holds the
+        run's lock.
 
         Args:
-            problems: ``[(name, reason)]`` of the checkpoints just tried.
-        """
-        tried = dict(problems)
-        earlier = sorted(n for n in self._listdir()
-                         if _MOVED_ASIDE.match(n) and n not in tried)
-        found = []
-        if problems:
-            found.append('corrupt: ' + ', '.join('%s (%s)' % p
-                                                 for p in problems))
-        if earlier:
-            found.append('moved aside earlier: ' + ', '.join(earlier))
-        if not found:
-            found.append("only 'latest' is left")
-        return NoUsableCheckpointError(
-            'no usable checkpoint in %s (%s). Refusing to start from '
-            'iteration 0 next to them: to start over in this root_dir, rerun '
-            'with --fresh_start (TrainerConfig.fresh_start=True: the earlier '
-            'run is moved aside to root_dir/set_aside-<k>, nothing is '
-            'deleted), or use another root_dir' %
-            (self._dir, '; '.join(found)), problems)
+            step: the checkpoint's iteration.
+            suffix: what the new name ends with.
 
+        Returns:
+            The new name.
+        """
+        aside = self._move_aside('ckpt-%d' % step, suffix)
+        left = self.checkpoints()
+        latest = os.path.join(self._dir, 'latest')
+        if left:
+            atomic_write_text(latest, 'ckpt-%d' % left[-1])
+        else:
+            _remove_quietly(latest)
+        return aside
+
+    # ------------------------------------------------------------ internals
     def _listdir(self) -> List[str]:
-        try:
-            return os.listdir(self._dir)
-        except FileNotFoundError:
-            return []
+        return _listdir(self._dir)
+
+    def _variables(self) -> List[Any]:
+        """The variables a save writes (model, optimizer slots, replay
+        buffer...)."""
+        return checkpoint_variables(self._checkpoint)
 
     def _steps(self) -> List[int]:
         """Steps of every ``ckpt-<step>`` directory, complete or not."""
         return sorted(int(m.group(1)) for m in map(_NAME.match,
                                                    self._listdir()) if m)
-
-    def _candidates(self) -> Tuple[List[int], List[str]]:
-        """Steps to try, newest first, and notes about ``latest``."""
-        steps = sorted(self._steps(), reverse=True)
-        notes: List[str] = []
-        latest = os.path.join(self._dir, 'latest')
-        if not steps:
-            return steps, notes
-        found = ('; found %s by scanning %s' %
-                 (', '.join('ckpt-%d' % s for s in steps), self._dir))
-        try:
-            with open(latest) as f:
-                name = f.read(200).strip()
-        except FileNotFoundError:
-            notes.append('alf_rl: %s is missing%s' % (latest, found))
-            return steps, notes
-        except (OSError, UnicodeDecodeError) as e:
-            notes.append('alf_rl: %s is unreadable (%s)%s' %
-                         (latest, _one_line(e, 100), found))
-            return steps, notes
-        if not _NAME.match(name):
-            notes.append("alf_rl: %s is corrupt (expected a name like "
-                         "'ckpt-100', got %r)%s" % (latest, name[:40], found))
-        elif not os.path.isdir(os.path.join(self._dir, name)):
-            notes.append('alf_rl: %s names %s, which is missing%s' %
-                         (latest, name, found))
-        return steps, notes
 
     def _move_aside(self, name: str, suffix: str = '.corrupt') -> str:
         """Renames ``ckpt-<step>`` to ``ckpt-<step><suffix>`` (``-1``,
@@ -685,18 +692,83 @@ class Checkpointer(object):
 def _unreadable(prefix: str) -> Optional[str]:
     """Why the checkpoint at ``prefix`` does not read back completely, or
     None when every tensor in it reads (TensorFlow checks each tensor's
-    checksum as it reads it)."""
-    import tensorflow as tf
-    if not os.path.exists(prefix + '.index'):
-        return '%s is missing' % os.path.basename(prefix + '.index')
+    checksum as it reads it).
+
+    Raises:
+        NonFiniteStateError: it reads back and holds NaN or Inf.
+    """
+    found = read_back(prefix)
+    if found.non_finite is not None:
+        raise NonFiniteStateError(
+            'checkpoint %s holds %s values in %s; refusing to restore it'
+            % (prefix, found.value, found.non_finite), found.non_finite,
+            prefix)
+    return found.problem
+
+
+def _listdir(ckpt_dir: str) -> List[str]:
     try:
-        reader = tf.train.load_checkpoint(prefix)
-        for name in reader.get_variable_to_shape_map():
-            reader.get_tensor(name)
-    except (tf.errors.OpError, OSError, ValueError, IndexError,
-            RuntimeError) as e:
-        return '%s: %s' % (type(e).__name__, _one_line(e, 200))
-    return None
+        return os.listdir(ckpt_dir)
+    except FileNotFoundError:
+        return []
+
+
+def _no_usable_checkpoint(ckpt_dir: str, problems: List[Tuple[str, str]]
+                          ) -> NoUsableCheckpointError:
+    """The error for a directory whose checkpoints are all unusable.
+
+    Args:
+        ckpt_dir: the checkpoint directory.
+        problems: ``[(name, reason)]`` of the checkpoints just tried.
+    """
+    tried = dict(problems)
+    earlier = sorted(n for n in _listdir(ckpt_dir)
+                     if _MOVED_ASIDE.match(n) and n not in tried)
+    found = []
+    if problems:
+        found.append('corrupt: ' + ', '.join('%s (%s)' % p
+                                             for p in problems))
+    if earlier:
+        found.append('moved aside earlier: ' + ', '.join(earlier))
+    if not found:
+        found.append("only 'latest' is left")
+    return NoUsableCheckpointError(
+        'no usable checkpoint in %s (%s). Refusing to start from '
+        'iteration 0 next to them: to start over in this root_dir, rerun '
+        'with --fresh_start (TrainerConfig.fresh_start=True: the earlier '
+        'run is moved aside to root_dir/set_aside-<k>, nothing is '
+        'deleted), or use another root_dir' %
+        (ckpt_dir, '; '.join(found)), problems)
+
+
+def _candidates(ckpt_dir: str, steps: List[int]
+                ) -> Tuple[List[int], List[str]]:
+    """The checkpoint steps to try (of ``steps``, those on disk), newest
+    first, and notes about ``latest``."""
+    steps = sorted(steps, reverse=True)
+    notes: List[str] = []
+    latest = os.path.join(ckpt_dir, 'latest')
+    if not steps:
+        return steps, notes
+    found = ('; found %s by scanning %s' %
+             (', '.join('ckpt-%d' % s for s in steps), ckpt_dir))
+    try:
+        with open(latest) as f:
+            name = f.read(200).strip()
+    except FileNotFoundError:
+        notes.append('alf_rl: %s is missing%s' % (latest, found))
+        return steps, notes
+    except (OSError, UnicodeDecodeError) as e:
+        notes.append('alf_rl: %s is unreadable (%s)%s' %
+                     (latest, _one_line(e, 100), found))
+        return steps, notes
+    if not _NAME.match(name):
+        notes.append("alf_rl: %s is corrupt (expected a name like "
+                     "'ckpt-100', got %r)%s" % (latest, name[:40], found))
+    elif not os.path.isdir(os.path.join(ckpt_dir, name)):
+        notes.append('alf_rl: %s names %s, which is missing%s' %
+                     (latest, name, found))
+    return steps, notes
 
 
 # A numpy array's repr, possibly nested: "array([[1., 2.], ...], dtype=...)".

@@ -12,6 +12,14 @@ hands them to the *gradient application* of the update being traced
   the global gradient) and applies them without the optimizer's own second
   aggregation.
 
+No non-finite update is applied (``apply_if_finite``, on by default; opt
+out with the gin binding ``check_finite_updates.enabled = False``): one
+all-finite flag is reduced over the gradients (summed and clipped), and the
+update runs only when the check on it passed; otherwise training stops
+with an error naming the first variable whose gradient is NaN/Inf
+(``alf_rl.utils.loss_checks.check_update_finite``). XLA compiles that
+check away; see ``apply_if_finite``.
+
 The application also names the ``tf.distribute`` replica context the update
 runs in (None on one device): the masked reductions of ``alf_rl.ops.masks``
 and ``alf_rl.ops.losses`` take it as an argument, and algorithms pass
@@ -22,7 +30,10 @@ import contextlib
 import threading
 from typing import Any, Iterator, List, Optional, Tuple
 
+import gin
 import tensorflow as tf
+
+from alf_rl.utils.loss_checks import check_update_finite
 
 GradsAndVars = List[Tuple[tf.Tensor, tf.Variable]]
 
@@ -138,3 +149,67 @@ def clip_gradients(grads_and_vars: GradsAndVars,
     else:
         clipped = [tf.clip_by_norm(g, clip_norm) for g in grads]
     return list(zip(clipped, variables))
+
+
+@gin.configurable
+def check_finite_updates(enabled: bool = True) -> bool:
+    """Whether updates are checked for NaN/Inf gradients before they are
+    applied (read when an update is traced).
+
+    Args:
+        enabled: True (default): a non-finite update is never applied and
+            stops training; ``check_finite_updates.enabled = False`` opts
+            out.
+
+    Returns:
+        ``enabled``.
+
+    Raises:
+        TypeError: ``enabled`` is not a bool (naming the binding).
+    """
+    if not isinstance(enabled, bool):
+        raise TypeError("check_finite_updates.enabled: expected a bool "
+                        "(True/False), got %r (%s)" %
+                        (enabled, type(enabled).__name__))
+    return enabled
+
+
+def apply_if_finite(application: GradientApplication, optimizer: Any,
+                    grads_and_vars: GradsAndVars, owner: str) -> None:
+    """``application.apply(optimizer, grads_and_vars)`` unless a gradient
+    holds NaN/Inf: then training stops naming the first such variable
+    (``check_update_finite``) and nothing is applied (the update's ops
+    depend on the check).
+
+    Inside an XLA-compiled function the check is compiled away, and so is
+    not built (gating the update there would change how XLA fuses it, and
+    so the numbers): a non-finite update is then applied, and found by the
+    loss check after the compiled call and by the checkpoint check, so
+    that no checkpoint is written from it.
+
+    Args:
+        application: the current ``GradientApplication``.
+        optimizer: a ``tf_keras`` optimizer.
+        grads_and_vars: list of ``(summed, clipped gradient, variable)``.
+        owner: the algorithm's name, for the error.
+    """
+    if not grads_and_vars or not check_finite_updates() or _in_xla():
+        application.apply(optimizer, grads_and_vars)
+        return
+    ok = check_update_finite([g for g, _ in grads_and_vars],
+                             [v.name for _, v in grads_and_vars], owner)
+    with tf.control_dependencies([ok]):
+        application.apply(optimizer, grads_and_vars)
+
+
+def _in_xla() -> bool:
+    """Whether the function being traced is XLA-compiled
+    (``jit_compile=True``, which traces inside an XLA context)."""
+    if tf.executing_eagerly():
+        return False
+    try:
+        from tensorflow.python.ops import control_flow_util
+    except ImportError:  # moved: assume not (the check is then built)
+        return False
+    return bool(control_flow_util.GraphOrParentsInXlaContext(
+        tf.compat.v1.get_default_graph()))

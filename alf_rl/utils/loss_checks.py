@@ -15,11 +15,21 @@ after an XLA-compiled iteration or update (XLA drops ``CheckNumerics``
 inside a cluster, so the update with the bad loss was applied then).
 Only a line of exactly that form is recognized: other errors that happen
 to mention a loss or NaN are not mistaken for it.
+
+The update's own check (``check_update_finite``, before an optimizer
+applies its gradients) has a second declared form, read back by
+``failed_update_check``::
+
+    non-finite update of <owner>: the gradient of <variable> holds NaN/Inf
+    values; not applied
+
+(inside a graph TensorFlow's ``Assert`` prints each part in brackets).
 """
 
 import re
-from typing import NamedTuple, Optional, Sequence, Tuple
+from typing import List, NamedTuple, Optional, Sequence, Tuple
 
+import numpy as np
 import tensorflow as tf
 
 #: ``<where>`` of the check after an XLA-compiled driver iteration.
@@ -95,3 +105,90 @@ def failed_loss_check(error: BaseException) -> Optional[LossCheckFailure]:
         value=match.group('value'),
         update_applied=match.group('xla') is not None,
         detail=match.group(0))
+
+
+_UPDATE_HEAD = 'non-finite update of %s: the gradient of'
+_UPDATE_TAIL = 'holds NaN/Inf values; not applied'
+# The graph form (no string op, which XLA cannot compile, picks the name):
+# "non-finite update of <owner> (of <name>, <name>...): the gradient of
+# number] [<index>] [holds NaN/Inf values; not applied".
+_UPDATE_FORM = re.compile(
+    r'non-finite update of (?P<owner>[^\s:()]+)(?: \(of (?P<names>[^()]*)\))?'
+    r': the gradient of(?: number\] \[(?P<index>\d+)\] \[| '
+    r'(?P<variable>\S+) )' + re.escape(_UPDATE_TAIL))
+
+
+def check_update_finite(grads: List[tf.Tensor], names: List[str],
+                        owner: str) -> tf.Tensor:
+    """One all-finite flag over an update's gradients, and a check on it
+    that fails naming the first non-finite gradient's variable.
+
+    Inside a graph the check is an ``Assert`` that the returned flag
+    depends on (XLA compiles it away); eagerly it raises at once.
+
+    Args:
+        grads: the gradients ([...] float tensors, or ``IndexedSlices``).
+        names: their variables' names, one per gradient (no parentheses).
+        owner: the algorithm's name.
+
+    Returns:
+        [] bool, True when every gradient is finite (in a graph, after the
+        check: what depends on it runs only when the check passed).
+
+    Raises:
+        tf.errors.InvalidArgumentError: eagerly, for a non-finite gradient
+            (the declared form).
+    """
+    flags = tf.stack([
+        tf.reduce_all(tf.math.is_finite(
+            g.values if isinstance(g, tf.IndexedSlices) else g))
+        for g in grads])
+    ok = tf.reduce_all(flags)
+    if tf.executing_eagerly():
+        if not bool(ok):
+            first = names[int(np.argmin(flags.numpy()))]
+            raise tf.errors.InvalidArgumentError(
+                None, None, '%s %s %s' % (_UPDATE_HEAD % owner, first,
+                                          _UPDATE_TAIL))
+        return ok
+    head = _UPDATE_HEAD % ('%s (of %s)' % (owner, ', '.join(
+        n.replace('(', '[').replace(')', ']') for n in names)))
+    check = tf.debugging.Assert(ok, [head + ' number',
+                                     tf.argmin(tf.cast(flags, tf.int32)),
+                                     _UPDATE_TAIL])
+    with tf.control_dependencies([check]):
+        return tf.identity(ok)
+
+
+class UpdateCheckFailure(NamedTuple):
+    """A failed ``check_update_finite``, read back from its error.
+
+    Attributes:
+        owner: the algorithm's name.
+        variable: the variable whose gradient held NaN/Inf.
+        detail: the check's line (brackets removed).
+    """
+    owner: str
+    variable: str
+    detail: str
+
+
+def failed_update_check(error: BaseException
+                        ) -> Optional[UpdateCheckFailure]:
+    """The ``check_update_finite`` failure behind ``error``, or None.
+
+    Args:
+        error: what a compiled call raised.
+    """
+    text = getattr(error, 'message', str(error))
+    match = _UPDATE_FORM.search(text)
+    if match is None:
+        return None
+    owner, variable = match.group('owner'), match.group('variable')
+    if variable is None:
+        names = (match.group('names') or '').split(', ')
+        index = int(match.group('index'))
+        variable = names[index] if index < len(names) else '#%d' % index
+    return UpdateCheckFailure(
+        owner=owner, variable=variable,
+        detail='%s %s %s' % (_UPDATE_HEAD % owner, variable, _UPDATE_TAIL))

@@ -18,10 +18,14 @@ Pure Python (gin, no TensorFlow): environment workers import it.
 import dataclasses
 import importlib
 import os
+import pickle
 import sys
 from typing import Sequence, Tuple
 
 import gin
+
+#: Packages whose gymnasium ids a fresh worker registers on its own.
+_SELF_REGISTERING = ('gymnasium', 'ale_py')
 
 
 def _user_paths() -> Tuple[str, ...]:
@@ -30,6 +34,54 @@ def _user_paths() -> Tuple[str, ...]:
     prefixes = tuple({sys.prefix, sys.base_prefix, sys.exec_prefix})
     paths = [os.path.abspath(p or os.getcwd()) for p in sys.path]
     return tuple(dict.fromkeys(p for p in paths if not p.startswith(prefixes)))
+
+
+def _entry_point_name(entry_point: object) -> str:
+    """A gymnasium entry point as ``'module:name'`` (a callable is named by
+    its module and qualified name), or ``''`` when a fresh process could
+    not import it by name (defined in ``__main__`` or a function)."""
+    if isinstance(entry_point, str):
+        return entry_point
+    module = getattr(entry_point, '__module__', None)
+    name = getattr(entry_point, '__qualname__', '')
+    if not module or module == '__main__' or '<' in name:
+        return ''
+    return '%s:%s' % (module, name)
+
+
+def _user_gym_registrations() -> Tuple[Tuple[str, bytes], ...]:
+    """``(id, pickled EnvSpec)`` of the gymnasium ids this process
+    registered outside gymnasium and ale_py (a user's ``gym.register`` in
+    their module), entry points named ``'module:name'``; none when
+    gymnasium was never imported. An entry point defined in a script
+    (``__main__``) cannot be imported by a worker: pass the class itself
+    to ``create_environment`` instead (pickled by value)."""
+    gymnasium = sys.modules.get('gymnasium')
+    if gymnasium is None:
+        return ()
+    found = []
+    for env_id, spec in list(gymnasium.registry.items()):
+        entry_point = _entry_point_name(spec.entry_point)
+        package = entry_point.split('.')[0].split(':')[0]
+        if not entry_point or package in _SELF_REGISTERING:
+            continue
+        try:
+            spec = dataclasses.replace(spec, entry_point=entry_point)
+            found.append((env_id, pickle.dumps(spec)))
+        except Exception:  # kwargs that do not pickle: not carried
+            continue
+    return tuple(found)
+
+
+def _register_gym_ids(registrations: Sequence[Tuple[str, bytes]]) -> None:
+    """Registers the ids of ``registrations`` this process does not know
+    (with their spec, as in the learner)."""
+    if not registrations:
+        return
+    import gymnasium
+    for env_id, payload in registrations:
+        if env_id not in gymnasium.registry:
+            gymnasium.registry[env_id] = pickle.loads(payload)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,12 +101,18 @@ class WorkerConfig(object):
         scope: the gin scope the worker's constructors run under (e.g.
             ``'eval'`` for an environment created inside
             ``gin.config_scope('eval')``); ``''``: none.
+        gym_registrations: ``(id, pickled EnvSpec)`` of the gymnasium ids
+            the learner registered outside gymnasium (a user's
+            ``gym.register``), registered in the worker too before it
+            builds anything (entry points by ``'module:name'``, found
+            through ``module_paths``).
     """
 
     gin_config: str = ''
     module_paths: Tuple[str, ...] = ()
     modules: Tuple[str, ...] = ()
     scope: str = ''
+    gym_registrations: Tuple[Tuple[str, bytes], ...] = ()
 
     @classmethod
     def capture(cls, module_paths: Sequence[str] = (),
@@ -74,7 +132,8 @@ class WorkerConfig(object):
                    module_paths=tuple(dict.fromkeys(paths +
                                                     list(_user_paths()))),
                    modules=tuple(modules),
-                   scope=gin.current_scope_str())
+                   scope=gin.current_scope_str(),
+                   gym_registrations=_user_gym_registrations())
 
     def add_paths(self) -> None:
         """Puts ``module_paths`` at the front of ``sys.path`` (those already
@@ -85,7 +144,8 @@ class WorkerConfig(object):
 
     def apply(self, skip_unknown: bool = False) -> None:
         """Makes this process configured as the learner: ``add_paths``,
-        imports ``modules``, parses ``gin_config``.
+        imports ``modules``, parses ``gin_config``, registers the
+        learner's own gymnasium ids.
 
         Args:
             skip_unknown: skip bindings of configurables no imported module
@@ -100,3 +160,4 @@ class WorkerConfig(object):
             importlib.import_module(name)
         if self.gin_config:
             gin.parse_config(self.gin_config, skip_unknown=skip_unknown)
+        _register_gym_ids(self.gym_registrations)

@@ -72,7 +72,10 @@ import tf_keras
 
 import alf_rl.algorithms as algorithms
 from alf_rl.algorithms import (ActorCriticAlgorithm, ActorCriticLoss, Agent,
-                               Algorithm, DdpgAlgorithm, DqnAlgorithm,
+                               Algorithm, CategoricalValues,
+                               ImplicitQuantileValues, QuantileValues,
+                               ScalarValues, ValueDistribution,
+                               DdpgAlgorithm, DqnAlgorithm,
                                DIAYNAlgorithm, EntropyTargetAlgorithm,
                                IcmAlgorithm, MIEstimator, RNDAlgorithm,
                                OffPolicyAlgorithm,
@@ -87,10 +90,13 @@ from alf_rl.networks import EnsembleNetwork
 from alf_rl.algorithms import (DecodingAlgorithm, MemoryBasedPredictor,
                                MemoryWithUsage, MerlinAlgorithm,
                                VariationalAutoEncoder)
+from alf_rl.algorithms import BcAlgorithm, CqlSacAlgorithm, IqlAlgorithm
 from alf_rl.data_structures import (LossInfo, StepType, TrainingInfo,
                                     namedtuple)
 from alf_rl.drivers import OnPolicyDriver
 from alf_rl.environments import suite_tf
+from alf_rl.networks.distributional_q_networks import (
+    CategoricalQNetwork, ImplicitQuantileQNetwork, QuantileQNetwork)
 from alf_rl.networks import (ActorDistributionNetwork, ActorNetwork,
                              CriticNetwork, EncodingNetwork, Network,
                              NormalProjectionNetwork, QNetwork, QRnnNetwork,
@@ -203,6 +209,42 @@ def _ppo(obs, act):
     return alg, {'all': opt}
 
 
+def _bc(obs, act, deterministic: bool = False):
+    opt = _adam()
+    alg = BcAlgorithm(obs, act,
+                      actor_network_ctor=(_actor() if deterministic else
+                                          _actor_distribution(True)),
+                      optimizer=opt)
+    return alg, {'all': opt}
+
+
+def _cql(obs, act):
+    # Continuous: the Lagrangian version (log alpha' trained too).
+    discrete = act.dtype.is_integer
+    actor, critic, alpha, cql = _adam(), _adam(), _adam(), _adam()
+    alg = CqlSacAlgorithm(
+        obs, act, cql_target_gap=None if discrete else 1.0,
+        num_sampled_actions=3, cql_alpha_optimizer=cql,
+        actor_network_ctor=_actor_distribution(not discrete),
+        critic_network_ctor=_q() if discrete else _critic(),
+        actor_optimizer=actor, critic_optimizer=critic,
+        alpha_optimizer=alpha)
+    roles = {'actor': actor, 'critic': critic, 'alpha': alpha}
+    if not discrete:
+        roles['cql_alpha'] = cql
+    return alg, roles
+
+
+def _iql(obs, act):
+    discrete = act.dtype.is_integer
+    opt = _adam()
+    alg = IqlAlgorithm(obs, act,
+                       actor_network_ctor=_actor_distribution(),
+                       critic_network_ctor=_q() if discrete else _critic(),
+                       value_network_ctor=_value(), optimizer=opt)
+    return alg, {'all': opt}
+
+
 def _ddpg(obs, act, cls=DdpgAlgorithm):
     actor, critic = _adam(), _adam()
     alg = cls(obs, act,
@@ -263,7 +305,16 @@ def _r2d2(obs, act):
                            lstm_size=HIDDEN),
                        optimizer=opt, target_update_period=1, tau=0.5,
                        use_rollout_state=True, burn_in_steps=1,
-                       value_rescaling=True, sequence_priority_eta=0.9)
+                       value_distribution=ScalarValues(value_rescaling=True),
+                       sequence_priority_eta=0.9)
+    return alg, {'all': opt}
+
+
+def _dqn_family(obs, act, net, values):
+    opt = _adam()
+    alg = DqnAlgorithm(obs, act, q_network_ctor=functools.partial(
+        net, fc_layer_params=HIDDEN), value_distribution=values,
+                       optimizer=opt, target_update_period=1, tau=0.5)
     return alg, {'all': opt}
 
 
@@ -488,12 +539,41 @@ CASES = [
     Case('sac_discrete_entropy_target', SacAlgorithm,
          functools.partial(_sac, entropy_target=True), 'replay', 'discrete',
          train_kwargs=_PAIRS, target_networks=2),
+    Case('bc_discrete', BcAlgorithm, _bc, 'replay', train_kwargs=_PAIRS),
+    Case('bc_deterministic', BcAlgorithm,
+         functools.partial(_bc, deterministic=True), 'replay', 'continuous',
+         train_kwargs=_PAIRS),
+    Case('cql_sac_lagrangian', CqlSacAlgorithm, _cql, 'replay', 'continuous',
+         train_kwargs=_PAIRS, target_networks=2),
+    Case('cql_sac_discrete', CqlSacAlgorithm, _cql, 'replay', 'discrete',
+         train_kwargs=_PAIRS, target_networks=2),
+    Case('iql_continuous', IqlAlgorithm, _iql, 'replay', 'continuous',
+         train_kwargs=_PAIRS, target_networks=2),
+    Case('iql_discrete', IqlAlgorithm, _iql, 'replay', 'discrete',
+         train_kwargs=_PAIRS, target_networks=2),
     Case('sarsa', SarsaAlgorithm, _sarsa, 'replay', 'continuous',
          train_kwargs=_PAIRS, target_networks=1),
     # Sequences of 4: DQN's n-step returns over the unroll's while loop.
     Case('dqn', DqnAlgorithm, _dqn, 'replay', target_networks=1),
     # Sequences of 4 from the stored LSTM state: 1 burn-in row, 3 trained.
     Case('r2d2', DqnAlgorithm, _r2d2, 'replay', target_networks=1),
+    # The value family: C51 with Rainbow's dueling noisy streams (noise
+    # redrawn every rollout and update), QR-DQN, IQN (fractions drawn per
+    # call).
+    Case('dqn_c51_rainbow', DqnAlgorithm, functools.partial(
+        _dqn_family, net=functools.partial(
+            CategoricalQNetwork, num_atoms=5, dueling=True, noisy=True),
+        values=CategoricalValues(5, -2.0, 2.0)), 'replay',
+         target_networks=1),
+    Case('dqn_qr', DqnAlgorithm, functools.partial(
+        _dqn_family, net=functools.partial(QuantileQNetwork,
+                                           num_quantiles=4),
+        values=QuantileValues(4)), 'replay', target_networks=1),
+    Case('dqn_iqn', DqnAlgorithm, functools.partial(
+        _dqn_family, net=functools.partial(ImplicitQuantileQNetwork,
+                                           embedding_dim=4),
+        values=ImplicitQuantileValues(3, 2, 2)), 'replay',
+         target_networks=1),
     Case('entropy_target', EntropyTargetAlgorithm, _entropy_target, 'loss'),
     # DV: the one estimator with state (the moving average, in after_train);
     # the default 'shuffle' sampler draws from the global generator.
@@ -547,6 +627,12 @@ COMPONENTS = {
     VariationalAutoEncoder: 'merlin',
     DecodingAlgorithm: 'merlin',
     MemoryWithUsage: 'merlin',
+    # DqnAlgorithm's value distributions.
+    ValueDistribution: 'dqn',
+    ScalarValues: 'dqn',
+    CategoricalValues: 'dqn_c51_rainbow',
+    QuantileValues: 'dqn_qr',
+    ImplicitQuantileValues: 'dqn_iqn',
 }
 
 
@@ -976,7 +1062,8 @@ def test_checkpoint_round_trip(case, run, tmp_path):
 _ROW_HOOK_CASES = [
     c for c in CASES if c.path == 'replay' and c.name not in (
         'ppo_entropy_target', 'agent_ppo_rnd', 'mbrl_cem_learned_reward',
-        'mbrl_random_shooting')
+        'mbrl_random_shooting', 'bc_discrete', 'bc_deterministic',
+        'iql_continuous', 'iql_discrete')
 ]
 
 
@@ -1019,6 +1106,10 @@ def test_row_hooks_change_only_the_cost(case, hook, run):
         assert matmuls[0] == matmuls[1], matmuls
     else:
         assert matmuls[0] < matmuls[1], matmuls
+    if case.name == 'dqn_iqn':
+        # IQN draws fresh fractions at every network call: a row that skips
+        # the target network shifts the later rows' draws (as TD3's noise).
+        return
     (losses, values), (full_losses, full_values) = results
     for x, y in zip(losses, full_losses):
         np.testing.assert_allclose(x, y, rtol=RTOL, atol=ATOL)

@@ -12,6 +12,7 @@ from alf_rl.algorithms.replay_training import (
     training_start_state,
     unroll_training_rows,
 )
+from alf_rl.algorithms.value_distributions import ScalarValues
 from alf_rl.data_structures import make_experience
 from alf_rl.environments.suite_unittest import RNNPolicyUnittestEnv
 from alf_rl.environments.tf_environment import TFPyEnvironment
@@ -197,7 +198,11 @@ def test_sequence_priority_of_trained_rows():
 def test_value_rescaling_targets():
     set_random_seed(0)
     env = _env()
-    alg = _make(env, value_rescaling=True, gamma=0.9)
+    alg = _make(
+        env,
+        value_distribution=ScalarValues(value_rescaling=True),
+        gamma=0.9,
+    )
     alg.prepare_off_policy_specs()
     exp = _collect(alg, env, 5)
     state, rows = training_start_state(alg, exp)

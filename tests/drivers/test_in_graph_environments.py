@@ -185,12 +185,13 @@ def test_create_environment_rejects_bad_tf_backend_arguments():
 
 def test_gin_backend_tf_trains_ac_cart_pole(tmp_path):
     # 4 envs x 4 steps x 2 iterations, episodes of 3 transitions.
-    result = train(str(tmp_path), [AC_GIN], TINY + [
+    bindings = TINY + [
         "create_environment.backend='tf'",
         'create_environment.num_parallel_environments=4',
         'create_environment.max_episode_steps=3',
         'TrainerConfig.unroll_length=4',
-    ])
+    ]
+    result = train(str(tmp_path), [AC_GIN], bindings)
     assert result['iterations'] == 2
     transitions, episodes = _expected_counts(8, 3)
     assert result['Metrics/EnvironmentSteps'] == 4 * transitions == 24
@@ -202,6 +203,8 @@ def test_gin_backend_tf_trains_ac_cart_pole(tmp_path):
         assert "create_environment.backend = 'tf'" in f.read()
     # TrainerConfig.jit_compile reaches the OnPolicyTrainer's driver (built,
     # not run: running would add an XLA compilation to this file's time).
+    # train() ran in a gin configuration of its own: bind the same here.
+    parse_gin([AC_GIN], bindings)
     trainer = OnPolicyTrainer(
         TrainerConfig(root_dir=str(tmp_path / 'jit'), jit_compile=True))
     try:
@@ -562,6 +565,10 @@ def test_ppo_tf_cart_pole_trains_then_stops_on_nan_loss(jit_compile,
                            message):
             trainer.train()
         assert int(trainer._iteration.numpy()) == 2
-        assert trainer._checkpointer.checkpoints() == [2]
+        # The model of iteration 2 computed the NaN loss: its checkpoint
+        # is set aside (kept), so that no rerun resumes from it.
+        assert trainer._checkpointer.checkpoints() == []
+        assert 'ckpt-2.non_finite' in os.listdir(
+            trainer._checkpointer.directory)
     finally:
         trainer.close()

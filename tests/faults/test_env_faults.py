@@ -222,8 +222,10 @@ def test_nan_observation_is_named_with_field_and_env_index():
         "observation: NaN at env 2, element (1,) in the environment's step "
         "output (1 of 6 values non-finite; found by check_finite) -- the "
         "environment returned a non-finite observation")
-    # Off by default: the same environment passes the NaN on.
-    env = TFPyEnvironment(_nan_policy_env(3, nan_at_step=1, nan_env=0))
+    # On by default; check_finite=False opts out and passes the NaN on.
+    assert TFPyEnvironment(_nan_policy_env(3, 1, 0)).check_finite
+    env = TFPyEnvironment(_nan_policy_env(3, nan_at_step=1, nan_env=0),
+                          check_finite=False)
     assert not env.check_finite
     env.reset()
     observation = env.step(tf.constant([0, 1, 0], tf.int64)).observation
@@ -255,21 +257,23 @@ def test_nan_check_of_an_in_graph_environment_names_field_and_env():
     from alf_rl.environments import create_environment
     env = create_environment('Pendulum-v1', 3, seed=1, backend='tf',
                              check_finite=True)
-    assert env.check_finite and not env.in_graph  # no XLA with the check
+    assert env.check_finite and env.in_graph  # an in-graph check
+    from alf_rl.environments.tf_environment import failed_finite_check
     step = tf.function(env.step, autograph=False)
     env.reset()
     step(tf.zeros([3, 1]))
     state = env._state.numpy()
     state[1, 0] = np.inf
     env._state.assign(state)
-    with pytest.raises(tf.errors.OpError):
+    with pytest.raises(tf.errors.OpError) as raised:
         step(tf.zeros([3, 1]))
-    assert str(env.last_error).startswith(
-        "observation: NaN at env 1, element (0,) in the environment's step "
-        "output") or str(env.last_error).startswith(
-            "reward: NaN at env 1 in the environment's step output")
+    found = str(failed_finite_check(raised.value))
+    assert found.startswith(
+        "observation: NaN/Inf at env 1 in the step output of Pendulum-v1 "
+        "(found by check_finite)") or found.startswith(
+            "reward: NaN/Inf at env 1 in the step output of Pendulum-v1")
     assert create_environment('Pendulum-v1', 3, seed=1,
-                              backend='tf').in_graph
+                              backend='tf').check_finite
 
 
 # ----------------------------------------------- point 7: create_environment

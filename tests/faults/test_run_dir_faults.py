@@ -403,13 +403,14 @@ class _NanRewardEnv(ValueUnittestEnv):
             else reward
 
 
-def test_nan_loss_writes_a_checkpoint_before_exiting(tmp_path):
+def test_nan_loss_writes_no_checkpoint_and_names_an_earlier_one(tmp_path):
     root = tmp_path / 'run'
     # About 3 rewards per iteration (4 steps, no reward on FIRST): NaN
-    # rewards from the 9th, a few iterations in.
-    trainer = _trainer(root, 10, checkpoint_interval=100,
+    # rewards from the 9th, a few iterations in (the environment's own
+    # check opted out, so that they reach the loss).
+    trainer = _trainer(root, 10, checkpoint_interval=1,
                        env=lambda seed: TFPyEnvironment(
-                           _NanRewardEnv(nan_from=9)))
+                           _NanRewardEnv(nan_from=9), check_finite=False))
     try:
         with pytest.raises(NonFiniteLossError) as raised:
             trainer.train()
@@ -421,15 +422,18 @@ def test_nan_loss_writes_a_checkpoint_before_exiting(tmp_path):
     assert failed >= 3  # iterations before it completed
     assert str(error).startswith('training stopped at iteration %d: '
                                  'non-finite loss (' % failed)
-    path = _ckpt(root, 'ckpt-%d' % (failed - 1), 'ckpt')
+    # The model of the iteration before computed the NaN loss: its
+    # checkpoint is set aside, and the one before it is advised.
     assert str(error).endswith(
-        'no update was applied. A checkpoint was written at iteration %d '
-        '(%s): rerun the same command to resume from it.' %
-        (failed - 1, path))
-    assert error.checkpoint == path
-    assert open(_ckpt(root, 'latest')).read() == 'ckpt-%d' % (failed - 1)
-    assert int(tf.train.load_variable(
-        path, 'iteration/.ATTRIBUTES/VARIABLE_VALUE')) == failed - 1
+        'no update was applied. No checkpoint was written: the model that '
+        'produced it computes NaN/Inf, so its checkpoint ckpt-%d was set '
+        'aside as ckpt-%d.non_finite (kept, not resumed from); to resume '
+        'from ckpt-%d, the newest earlier checkpoint whose values are '
+        'finite, rerun with --from_checkpoint %d (TrainerConfig.'
+        'from_checkpoint; the newer ones are set aside, nothing deleted).' %
+        (failed - 1, failed - 1, failed - 2, failed - 2))
+    assert error.checkpoint is None
+    assert open(_ckpt(root, 'latest')).read() == 'ckpt-%d' % (failed - 2)
 
 
 def _xla_nan_error():
@@ -467,8 +471,10 @@ def test_nan_after_an_applied_update_writes_no_checkpoint(tmp_path):
     assert str(raised.value).endswith(
         'the XLA-compiled update was already applied. No checkpoint was '
         'written: the update with the non-finite loss was already applied '
-        '(XLA), so the model may hold NaN/Inf values; the last good '
-        'checkpoint is %s.' % _ckpt(root, 'ckpt-3', 'ckpt'))
+        '(XLA), so the model may hold NaN/Inf values; to resume from '
+        'ckpt-3, the newest earlier checkpoint whose values are finite, '
+        'rerun with --from_checkpoint 3 (TrainerConfig.from_checkpoint; the '
+        'newer ones are set aside, nothing deleted).')
     assert sorted(n for n in os.listdir(_ckpt(root))
                   if n.startswith('ckpt')) == ['ckpt-3']
 

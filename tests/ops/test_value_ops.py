@@ -117,7 +117,8 @@ def test_identities_on_random_episodes():
     rng = np.random.RandomState(0)
     t_len, batch = 12, 5
     st = rng.choice([M, M, M, L], size=(t_len, batch)).astype(np.int32)
-    st[1:][st[:-1] == L] = F  # a FIRST always follows a LAST
+    for t in range(1, t_len):  # a FIRST always follows a LAST (in order:
+        st[t][st[t - 1] == L] = F  # no FIRST after a FIRST, a seam)
     r = rng.randn(t_len, batch).astype(np.float32)
     v = rng.randn(t_len, batch).astype(np.float32)
     d = np.where((st == L) & (rng.rand(t_len, batch) < 0.5), 0.,

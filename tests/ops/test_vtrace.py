@@ -13,6 +13,13 @@ F, M, L = 0, 1, 2
 GAMMA = 0.9
 
 
+def _ends(step_types):
+    """[T, B] bool: LAST steps and steps followed by a FIRST step."""
+    ends = step_types == L
+    ends[:-1] |= step_types[1:] == F
+    return ends
+
+
 def _reference(log_rhos, rewards, values, step_types, discounts,
                clip_rho, clip_pg_rho, td_lambda):
     """IMPALA eq. (1) and the section 4.2 advantage as explicit sums.
@@ -20,10 +27,11 @@ def _reference(log_rhos, rewards, values, step_types, discounts,
     For each start s (a column at a time), sums the weighted temporal
     differences of eq. (1) forward to the end of the episode or window,
     written in this library's alignment: the transition out of step t has
-    reward ``r[t+1]`` and discount ``d[t+1]``; a LAST step has no
-    successor in its episode.
+    reward ``r[t+1]`` and discount ``d[t+1]``; a LAST step, and a step
+    followed by a FIRST step (a seam), has no successor in its episode.
     """
     t_len, batch = values.shape
+    ends = _ends(step_types)
     rho = np.exp(log_rhos)
     rho_bar = rho if clip_rho is None else np.minimum(clip_rho, rho)
     pg_rho = rho if clip_pg_rho is None else np.minimum(clip_pg_rho, rho)
@@ -32,11 +40,11 @@ def _reference(log_rhos, rewards, values, step_types, discounts,
     adv = np.zeros((t_len - 1, batch))
     for b in range(batch):
         def v_trace(s, b=b):
-            if s == t_len - 1 or step_types[s, b] == L:
+            if s == t_len - 1 or ends[s, b]:
                 return values[s, b]
             total, weight = values[s, b], 1.0
             for t in range(s, t_len - 1):
-                if step_types[t, b] == L:
+                if ends[t, b]:
                     break
                 delta = rho_bar[t, b] * (rewards[t + 1, b] + discounts[
                     t + 1, b] * values[t + 1, b] - values[t, b])
@@ -46,7 +54,7 @@ def _reference(log_rhos, rewards, values, step_types, discounts,
 
         for s in range(t_len - 1):
             vs[s, b] = v_trace(s)
-            if step_types[s, b] != L:
+            if not ends[s, b]:
                 adv[s, b] = pg_rho[s, b] * (
                     rewards[s + 1, b] + discounts[s + 1, b] * v_trace(s + 1)
                     - values[s, b])
@@ -139,8 +147,9 @@ def test_on_policy_vs_is_the_td_lambda_return(td_lambda):
     delta = (inputs['rewards'][1:] + inputs['discounts'][1:] *
              inputs['values'][1:] - inputs['values'][:-1])
     a_tp1 = np.concatenate([advantages.numpy()[1:], np.zeros((1, 5))])
-    a_tp1 = np.where(inputs['step_types'][1:] == L, 0.0, a_tp1)
-    expected = np.where(inputs['step_types'][:-1] == L, 0.0,
+    ends = _ends(inputs['step_types'])
+    a_tp1 = np.where(ends[1:], 0.0, a_tp1)
+    expected = np.where(ends[:-1], 0.0,
                         delta + inputs['discounts'][1:] * a_tp1)
     np.testing.assert_allclose(got.pg_advantages.numpy(), expected,
                                atol=1e-5)

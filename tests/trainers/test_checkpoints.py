@@ -171,7 +171,7 @@ def test_a_checkpoint_after_an_error_only_of_a_good_model(tmp_path):
     assert error.checkpoint is None and 'no iteration had completed' in str(
         error)
     iteration.assign(3)
-    error = _error()
+    error = TrainingError('training stopped at iteration 4', 4)
     checkpoints.save_after_error(error, [weights])
     assert error.checkpoint.endswith(os.path.join('ckpt-3', 'ckpt'))
     assert ('A checkpoint was written at iteration 3 (%s): rerun the same '
@@ -181,9 +181,20 @@ def test_a_checkpoint_after_an_error_only_of_a_good_model(tmp_path):
     checkpoints.save_after_error(error, [weights])
     assert 'The checkpoint of iteration 3' in str(error)
     iteration.assign(4)
+    # A non-finite loss: the model that produced it is suspect, so nothing
+    # is written, and the advice names the newest earlier finite one.
+    error = _error()
+    checkpoints.save_after_error(error, [weights])
+    assert error.checkpoint is None
+    assert str(error).endswith(
+        'No checkpoint was written: the model that produced it may itself '
+        'compute NaN/Inf; to resume from ckpt-3, the newest earlier '
+        'checkpoint whose values are finite, rerun with --from_checkpoint 3 '
+        '(TrainerConfig.from_checkpoint; the newer ones are set aside, '
+        'nothing deleted).')
     weights.assign([np.nan, 0.0])
     assert non_finite_variable([tf.Variable([1, 2]), weights]) == weights.name
-    error = _error()
+    error = TrainingError('training stopped at iteration 5', 5)
     checkpoints.save_after_error(error, [weights])
     assert error.checkpoint is None
     assert ('the model variable %s holds non-finite values; the last good '
@@ -200,7 +211,7 @@ def test_after_a_rescue_the_advice_is_to_rerun_without_it(tmp_path):
                          ({'from_checkpoint': 2}, '--from_checkpoint')):
         checkpoints, iteration, weights = _checkpoints(tmp_path, **config)
         iteration.assign(5)
-        error = _error()
+        error = TrainingError('training stopped at iteration 6', 6)
         checkpoints.save_after_error(error, [weights])
         assert ('A checkpoint was written at iteration 5 (%s): rerun '
                 'without %s to resume from it.' % (error.checkpoint, flag)

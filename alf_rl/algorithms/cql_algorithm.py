@@ -1,0 +1,258 @@
+"""Conservative Q-Learning (CQL) on top of SAC.
+
+Kumar et al. 2020, "Conservative Q-Learning for Offline Reinforcement
+Learning" (arXiv:2006.04779), the CQL(H) variant: each SAC critic's TD loss
+gets the penalty (``ops.offline_losses.cql_penalty``)
+
+    penalty_i(s, a) = log sum_a' exp Q_i(s, a') - Q_i(s, a)
+
+on the dataset's (s, a), pushing Q down on actions the data does not hold
+and up on those it does. It is weighted by a fixed ``cql_alpha``, or, with
+``cql_target_gap`` set (the Lagrangian version, the paper's eq. 30), by
+``alpha' = exp(log_alpha')`` trained to keep the penalty at the gap:
+
+    critic loss += alpha' * (penalty_i - gap)     (alpha' fixed here)
+    alpha' loss  = -alpha' * (penalty_1 + penalty_2 - 2 gap) / 2
+                                                   (penalty fixed here)
+
+The log-sum-exp over actions is exact for discrete actions. For continuous
+actions it is importance-sampled from ``num_sampled_actions`` uniform
+actions and as many actions of the current policy at s (log-densities
+``-log volume`` and ``log pi``; the paper's appendix F). Everything else
+is ``SacAlgorithm``'s: this class only adds the loss term.
+
+Deviations: no policy samples at the next state (the authors' code also
+uses them); continuous actions must be one float leaf.
+"""
+
+import functools
+from typing import Any, Optional, cast
+
+import gin
+import numpy as np
+import tensorflow as tf
+
+from alf_rl.algorithms.sac_algorithm import SacAlgorithm, SacInfo, SacLossInfo
+from alf_rl.data_structures import LossInfo, PolicyStep, TrainingInfo
+from alf_rl.data_structures import namedtuple
+from alf_rl.ops import distributions as dist_ops
+from alf_rl.ops.offline_losses import cql_penalty
+from alf_rl.utils.common import make_stateless_seed
+from alf_rl.utils.nest import Nest
+
+CqlInfo = namedtuple(
+    'CqlInfo',
+    cast(Any, SacInfo)._fields
+    + (
+        'cql_penalty1',  # [B] float32 penalty of critic 1 at (s_t, a_t)
+        'cql_penalty2',  # [B] float32 penalty of critic 2
+    ),
+    default_value=(),
+)
+
+CqlLossInfo = namedtuple(
+    'CqlLossInfo',
+    cast(Any, SacLossInfo)._fields
+    + (
+        'cql_penalty',  # [T, B] float32 mean of both critics' penalties
+        'cql_weight',  # [] float32 alpha' (fixed or Lagrangian)
+    ),
+    default_value=(),
+)
+
+
+@gin.configurable
+class CqlSacAlgorithm(SacAlgorithm):
+    """SAC with CQL's conservative critic penalty, for offline training.
+
+    Args:
+        observation_spec: nest of specs of one observation.
+        action_spec: one float ``BoundedTensorSpec`` (continuous) or one
+            scalar bounded integer spec (discrete).
+        cql_alpha: the penalty's weight (the initial alpha' with
+            ``cql_target_gap``).
+        cql_target_gap: None: fixed weight; else the Lagrangian version
+            keeping the penalty near this gap (the paper's tau).
+        num_sampled_actions: N uniform and N policy actions per state for
+            the continuous log-sum-exp.
+        cql_alpha_optimizer: optimizer of ``log alpha'`` (None: the default
+            ``optimizer``); only with ``cql_target_gap``.
+        max_cql_alpha: clip of alpha' (Lagrangian).
+        name: module name.
+        **kwargs: ``SacAlgorithm``'s arguments.
+
+    Raises:
+        ValueError: ``cql_alpha <= 0``, ``num_sampled_actions < 1``, or
+            continuous actions in more than one leaf.
+    """
+
+    def __init__(
+        self,
+        observation_spec: Nest,
+        action_spec: Nest,
+        cql_alpha: float = 1.0,
+        cql_target_gap: Optional[float] = None,
+        num_sampled_actions: int = 10,
+        cql_alpha_optimizer: Optional[Any] = None,
+        max_cql_alpha: float = 1e6,
+        name: str = 'CqlSacAlgorithm',
+        **kwargs: Any,
+    ):
+        if not cql_alpha > 0:
+            raise ValueError(
+                "%s: cql_alpha must be > 0, got %r" % (name, cql_alpha)
+            )
+        if int(num_sampled_actions) < 1:
+            raise ValueError(
+                "%s: num_sampled_actions must be >= 1, got %r"
+                % (name, num_sampled_actions)
+            )
+        flat = tf.nest.flatten(action_spec)
+        if len(flat) != 1:
+            raise ValueError(
+                "%s: action_spec must be one leaf, got %d "
+                "leaves" % (name, len(flat))
+            )
+        super().__init__(observation_spec, action_spec, name=name, **kwargs)
+        self._num_sampled = int(num_sampled_actions)
+        self._target_gap = (
+            None if cql_target_gap is None else float(cql_target_gap)
+        )
+        self._max_cql_alpha = float(max_cql_alpha)
+        self._log_cql_alpha = tf.Variable(
+            float(np.log(cql_alpha)),
+            dtype=tf.float32,
+            name='log_cql_alpha',
+            trainable=self._target_gap is not None,
+        )
+        if cql_alpha_optimizer is not None and self._target_gap is not None:
+            self.add_optimizer(cql_alpha_optimizer, [self._log_cql_alpha])
+
+    @property
+    def cql_alpha(self) -> tf.Tensor:
+        """[] float32: the penalty's current weight alpha'."""
+        return tf.minimum(tf.exp(self._log_cql_alpha), self._max_cql_alpha)
+
+    # ------------------------------------------------------------ steps
+    def _train_step(self, exp, state, with_target):
+        step = super()._train_step(exp, state, with_target)
+        pen1, pen2 = self._penalties(exp)
+        return step._replace(
+            info=CqlInfo(*step.info, cql_penalty1=pen1, cql_penalty2=pen2)
+        )
+
+    def bootstrap_step(self, exp: Any, state: Nest) -> PolicyStep:
+        """``SacAlgorithm.bootstrap_step`` with zero penalties (the last
+        row's losses are masked).
+
+        Args/returns: as ``SacAlgorithm.bootstrap_step``, ``CqlInfo``.
+        """
+        step = super().bootstrap_step(exp, state)
+        zeros = tf.zeros_like(step.info.target_value)
+        return step._replace(
+            info=CqlInfo(*step.info, cql_penalty1=zeros, cql_penalty2=zeros)
+        )
+
+    def _penalties(self, exp: Any) -> Any:
+        """``(penalty_1, penalty_2)`` [B] at the replayed (s, a)."""
+        critics = (self._critic1, self._critic2)
+        spec = tf.nest.flatten(self.action_spec)[0]
+        if self._discrete:
+            index = tf.cast(tf.nest.flatten(exp.action)[0], tf.int64) - int(
+                spec.minimum
+            )
+            result = []
+            for critic in critics:
+                q_all, _ = critic(exp.observation)  # [B, n]
+                q_data = tf.gather(q_all, index, axis=-1, batch_dims=1)
+                n = tf.cast(tf.shape(q_all)[-1], tf.float32)
+                q_t = tf.transpose(q_all)
+                result.append(
+                    cql_penalty(
+                        q_t, tf.fill(tf.shape(q_t), -tf.math.log(n)), q_data
+                    )
+                )
+            return tuple(result)
+        return self._continuous_penalties(exp, critics, spec)
+
+    def _continuous_penalties(self, exp, critics, spec):
+        """Importance-sampled penalties of continuous actions."""
+        n = self._num_sampled
+        obs, actions, log_density = self._proposals(exp, spec)
+        data_action = tf.cast(tf.nest.flatten(exp.action)[0], tf.float32)
+        pack = functools.partial(tf.nest.pack_sequence_as, self.action_spec)
+        result = []
+        for critic in critics:
+            q_sampled, _ = critic((obs, pack([actions])))
+            q_data, _ = critic((exp.observation, pack([data_action])))
+            result.append(
+                cql_penalty(
+                    tf.reshape(q_sampled, [2 * n, -1]), log_density, q_data
+                )
+            )
+        return tuple(result)
+
+    def _proposals(self, exp, spec):
+        """``(observations [2N B, ...], actions [2N B, D], log-densities
+        [2N, B])``: N uniform actions, then N of the policy, per state (no
+        gradient)."""
+        n = self._num_sampled
+        batch = tf.shape(tf.nest.flatten(exp.observation)[0])[0]
+        obs = tf.nest.map_structure(
+            lambda x: tf.tile(
+                x, tf.concat([[2 * n], tf.ones_like(tf.shape(x)[1:])], 0)
+            ),
+            exp.observation,
+        )
+        low = tf.constant(spec.minimum, tf.float32) * tf.ones(spec.shape)
+        high = tf.constant(spec.maximum, tf.float32) * tf.ones(spec.shape)
+        uniform = tf.random.stateless_uniform(
+            tf.concat([[n * batch], spec.shape], 0),
+            make_stateless_seed(),
+            minval=low,
+            maxval=high,
+        )
+        log_uniform = -tf.reduce_sum(tf.math.log(high - low))
+        dist, _ = self._actor_network(
+            tf.nest.map_structure(lambda x: x[n * batch :], obs)
+        )
+        sampled = dist_ops.sample_action_distribution(
+            dist, seed=make_stateless_seed()
+        )
+        log_pi = dist_ops.log_prob(dist, sampled)
+        actions = tf.concat([uniform, tf.nest.flatten(sampled)[0]], 0)
+        log_density = tf.reshape(
+            tf.concat([tf.fill([n * batch], log_uniform), log_pi], 0),
+            [2 * n, -1],
+        )
+        return obs, tf.stop_gradient(actions), tf.stop_gradient(log_density)
+
+    # ------------------------------------------------------------ loss
+    def calc_loss(self, training_info: TrainingInfo) -> LossInfo:
+        """SAC's losses plus the weighted penalty in the critic loss (and
+        the Lagrangian's loss of ``log alpha'``).
+
+        Args:
+            training_info: ``TrainingInfo`` with [T, B] leaves; ``info`` is
+                ``CqlInfo``.
+        Returns:
+            ``LossInfo(loss [T, B], extra=CqlLossInfo)``.
+        """
+        sac = super().calc_loss(training_info)
+        info = training_info.info
+        penalty = info.cql_penalty1 + info.cql_penalty2
+        alpha = self.cql_alpha
+        if self._target_gap is None:
+            cql_loss = tf.stop_gradient(alpha) * penalty
+        else:
+            gap = penalty - 2.0 * self._target_gap
+            cql_loss = (
+                tf.stop_gradient(alpha) * gap
+                - alpha * tf.stop_gradient(gap) / 2.0
+            )
+        return LossInfo(
+            loss=sac.loss + cql_loss,
+            extra=CqlLossInfo(
+                *sac.extra, cql_penalty=penalty / 2.0, cql_weight=alpha
+            ),
+        )

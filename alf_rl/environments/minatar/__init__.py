@@ -1,0 +1,1 @@
+"""MinAtar's games as pure TensorFlow functions (see ``suite_minatar``)."""

@@ -1,0 +1,112 @@
+"""``NoisyDense``: the factorized-Gaussian noisy linear layer.
+
+Fortunato et al. 2018, "Noisy Networks for Exploration", section 3.2:
+
+    y = (μ_w + σ_w ⊙ ε_w) x + μ_b + σ_b ⊙ ε_b,
+    ε_w = f(ε_in) f(ε_out)^T,  ε_b = f(ε_out),  f(x) = sgn(x) sqrt(|x|),
+
+with ε_in [p] and ε_out [q] independent standard normals, μ initialized
+uniformly in ±1/sqrt(p) and σ to σ0/sqrt(p) (σ0 = 0.5).
+
+The noise is held in (non-trainable) variables and changes only when
+``resample()`` is called, so every call between two resamplings uses the
+same weights: the algorithm decides when (``DqnAlgorithm``'s
+``noise_resampling``: per rollout step, per update). Its random numbers
+come from the global ``tf.random.Generator`` (``make_stateless_seed``), the
+same eagerly and compiled.
+"""
+
+import math
+from typing import Callable, Optional
+
+import tensorflow as tf
+import tf_keras
+
+from alf_rl.utils.common import make_stateless_seed
+
+
+def _f(x: tf.Tensor) -> tf.Tensor:
+    return tf.sign(x) * tf.sqrt(tf.abs(x))
+
+
+class NoisyDense(tf.Module):
+    """``y = activation(x (μ_w + σ_w ε_w) + μ_b + σ_b ε_b)``.
+
+    Args:
+        input_size: p, the size of the input's last dim.
+        units: q, the number of outputs.
+        activation: optional activation of the output.
+        sigma0: σ0 of the initial noise scale σ0/sqrt(p).
+        name: module name.
+
+    Raises:
+        ValueError: a non-positive size or a negative ``sigma0``.
+    """
+
+    def __init__(
+        self,
+        input_size: int,
+        units: int,
+        activation: Optional[Callable[[tf.Tensor], tf.Tensor]] = None,
+        sigma0: float = 0.5,
+        name: str = 'noisy_dense',
+    ):
+        super().__init__(name=name)
+        if input_size < 1 or units < 1 or sigma0 < 0:
+            raise ValueError(
+                "%s: expected input_size >= 1, units >= 1 and sigma0 >= 0, "
+                "got %r, %r, %r" % (name, input_size, units, sigma0)
+            )
+        bound = 1.0 / math.sqrt(input_size)
+
+        def uniform(shape):
+            # A fresh instance per variable: an unseeded tf_keras
+            # initializer instance repeats its values.
+            return tf_keras.initializers.RandomUniform(-bound, bound)(shape)
+
+        sigma = sigma0 / math.sqrt(input_size)
+        self._activation = activation
+        with self.name_scope:
+            self.kernel_mu = tf.Variable(
+                uniform([input_size, units]), name='kernel_mu'
+            )
+            self.bias_mu = tf.Variable(uniform([units]), name='bias_mu')
+            self.kernel_sigma = tf.Variable(
+                tf.fill([input_size, units], sigma), name='kernel_sigma'
+            )
+            self.bias_sigma = tf.Variable(
+                tf.fill([units], sigma), name='bias_sigma'
+            )
+            self.epsilon_in = tf.Variable(
+                tf.zeros([input_size]), trainable=False, name='epsilon_in'
+            )
+            self.epsilon_out = tf.Variable(
+                tf.zeros([units]), trainable=False, name='epsilon_out'
+            )
+        self.resample()
+
+    def resample(self) -> None:
+        """Draws new ε_in, ε_out (stored; used until the next call)."""
+        seed = make_stateless_seed()
+        p = self.epsilon_in.shape[0]
+        eps = tf.random.stateless_normal([p + self.epsilon_out.shape[0]], seed)
+        self.epsilon_in.assign(eps[:p])
+        self.epsilon_out.assign(eps[p:])
+
+    def __call__(self, x: tf.Tensor) -> tf.Tensor:
+        """The noisy affine map.
+
+        Args:
+            x: [..., p] float32.
+        Returns:
+            [..., q] float32.
+        """
+        eps_out = _f(self.epsilon_out)
+        kernel = self.kernel_mu + self.kernel_sigma * (
+            _f(self.epsilon_in)[:, None] * eps_out[None, :]
+        )
+        bias = self.bias_mu + self.bias_sigma * eps_out
+        y = tf.tensordot(x, kernel, axes=1) + bias
+        if self._activation is not None:
+            y = self._activation(y)
+        return y

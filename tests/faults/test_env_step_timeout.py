@@ -1,0 +1,238 @@
+"""An in-process environment that hangs ends the run: a step timeout.
+
+``BatchedPyEnvironment`` (``create_environment(use_subprocess=False)``)
+steps its environments on a watchdog thread with
+``create_environment.step_timeout`` (60 s by default), as subprocess
+workers are. The error names the environment; a second Ctrl-C of
+``alf-train`` aborts at once while the environment hangs.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+from alf_rl.environments import suite_gym
+from alf_rl.environments.batched_environment import (
+    BatchedPyEnvironment,
+    EnvironmentTimeoutError,
+)
+
+
+def hanging_cart_pole(env_name, seed, env_id, hang_env=1, hang_after=3):
+    """``env_load_fn``: CartPole whose environment ``hang_env`` waits for
+    ever in its ``hang_after``-th step."""
+    env = suite_gym.load(env_name, seed=seed, env_id=env_id)
+    if env_id == hang_env:
+        flat_step, count = env._flat_step, [0]
+
+        def _step(action):
+            count[0] += 1
+            if count[0] >= hang_after:
+                threading.Event().wait()
+            return flat_step(action)
+
+        env._flat_step = _step
+    return env
+
+
+def _batch(step_timeout, hang_after=3):
+    return BatchedPyEnvironment(
+        [
+            hanging_cart_pole(
+                'CartPole-v1', seed=i, env_id=i, hang_after=hang_after
+            )
+            for i in range(2)
+        ],
+        step_timeout=step_timeout,
+    )
+
+
+def test_hung_step_raises_naming_the_environment_and_the_timeout():
+    env = _batch(step_timeout=1)
+    env.reset()
+    action = [0, 1]
+    env.step(action)
+    env.step(action)
+    with pytest.raises(EnvironmentTimeoutError) as raised:
+        env.step(action)
+    assert str(raised.value) == (
+        "environment 1 (CartPole-v1) did not finish its step within 1 s "
+        "(create_environment.step_timeout; None waits for ever); it is not "
+        "stepped again"
+    )
+    # Later calls fail at once with the same line; close does not wait for
+    # the hung environment.
+    with pytest.raises(EnvironmentTimeoutError, match='environment 1 '):
+        env.step(action)
+    env.close()
+
+
+def test_environment_errors_still_come_through_the_watchdog():
+    env = _batch(step_timeout=30)
+    env.reset()
+    thread = env._watchdog._thread
+    assert thread.name == 'alf_rl-env-watchdog' and thread.is_alive()
+    with pytest.raises(ValueError):
+        env.step(['not', 'actions'])
+    # Closing the batch ends its thread.
+    env.close()
+    thread.join(timeout=10)
+    assert not thread.is_alive()
+
+
+def test_no_timeout_steps_in_the_calling_thread():
+    threads = []
+    env = _batch(step_timeout=None, hang_after=100)
+    inner = env.envs[0]._flat_step
+
+    def _recording(action):
+        threads.append(threading.current_thread())
+        return inner(action)
+
+    env._flat_steps[0] = _recording
+    env.reset()
+    env.step([0, 1])
+    assert threads == [threading.current_thread()]
+    assert env.step_timeout is None
+    for bad in (0, -1, 'soon', True):
+        with pytest.raises(
+            ValueError,
+            match='step_timeout must be a number of seconds > 0 or None, got',
+        ):
+            BatchedPyEnvironment(env.envs, step_timeout=bad)
+
+
+def test_hung_in_process_environment_stops_training(tmp_path):
+    import functools
+
+    from alf_rl.environments import create_environment
+    from alf_rl.trainers import OnPolicyTrainer, TrainerConfig
+    from alf_rl.trainers.errors import EnvironmentStepError
+    from small_algorithms import small_actor_critic
+
+    root = str(tmp_path)
+    # 4 steps per iteration: env 1 hangs in its 10th step (iteration 3).
+    trainer = OnPolicyTrainer(
+        TrainerConfig(
+            root_dir=root,
+            algorithm_ctor=small_actor_critic,
+            num_iterations=6,
+            unroll_length=4,
+            random_seed=1,
+            checkpoint_interval=1,
+            summary_interval=1,
+            iterations_per_call=1,
+        ),
+        env=lambda seed: create_environment(
+            'CartPole-v1',
+            2,
+            seed=seed,
+            step_timeout=1.0,
+            env_load_fn=functools.partial(hanging_cart_pole, hang_after=10),
+        ),
+    )
+    try:
+        with pytest.raises(EnvironmentStepError) as raised:
+            trainer.train()
+    finally:
+        trainer.close()
+    assert str(raised.value).startswith(
+        "training stopped at iteration 3: environment 1 (CartPole-v1) did "
+        "not finish its step within 1 s (create_environment.step_timeout; "
+        "None waits for ever); it is not stepped again. The checkpoint of "
+        "iteration 2 "
+    )
+    assert os.path.isdir(os.path.join(root, 'ckpt', 'ckpt-2'))
+
+
+USER_MODULE = '''
+"""A user's module: CartPole whose environment 1 hangs in step 20."""
+import threading
+
+import gin
+
+from alf_rl.environments import suite_gym
+
+
+@gin.configurable
+def hanging_load(env_name, seed, env_id, **kwargs):
+    env = suite_gym.load(env_name, seed=seed, env_id=env_id, **kwargs)
+    if env_id == 1:
+        flat_step, count = env._flat_step, [0]
+
+        def _step(action):
+            count[0] += 1
+            if count[0] >= 20:
+                open(env_name_file(), 'w').close()
+                threading.Event().wait()
+            return flat_step(action)
+
+        env._flat_step = _step
+    return env
+
+
+def env_name_file():
+    import os
+    return os.path.join(os.environ['HANG_DIR'], 'hanging')
+'''
+
+
+def test_second_ctrl_c_aborts_while_an_environment_hangs(tmp_path):
+    with open(tmp_path / 'hang_env.py', 'w') as f:
+        f.write(textwrap.dedent(USER_MODULE))
+    with open(tmp_path / 'hang.gin', 'w') as f:
+        f.write(
+            'import hang_env\ncreate_environment.env_load_fn = @hanging_load\n'
+        )
+    example = os.path.join(
+        os.path.dirname(__file__), '..', '..', 'examples', 'ac_cart_pole.gin'
+    )
+    cmd = [
+        sys.executable,
+        '-m',
+        'alf_rl.bin.train',
+        '--gin_file',
+        example,
+        '--gin_file',
+        str(tmp_path / 'hang.gin'),
+        '--root_dir',
+        str(tmp_path / 'run'),
+        '--module_path',
+        str(tmp_path),
+        '--gin_param',
+        'create_environment.step_timeout=None',
+        '--gin_param',
+        'TrainerConfig.evaluate=False',
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, HANG_DIR=str(tmp_path)),
+    )
+    try:
+        hanging = tmp_path / 'hanging'
+        deadline = time.time() + 180
+        while (
+            not hanging.exists()
+            and proc.poll() is None
+            and (time.time() < deadline)
+        ):
+            time.sleep(0.2)
+        assert hanging.exists(), proc.communicate(timeout=5)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, (out, err)
+    assert 'Ctrl-C again: aborting at once' in err

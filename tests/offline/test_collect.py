@@ -1,0 +1,87 @@
+"""alf-collect: records a run's policy episodes as they were played."""
+
+import os
+
+import gin
+import numpy as np
+import pytest
+
+from alf_rl.bin.collect import collect
+from alf_rl.bin.play import play
+from alf_rl.bin.train import train
+from alf_rl.data_structures import StepType
+from alf_rl.offline import Dataset
+
+EXAMPLE = os.path.join(
+    os.path.dirname(__file__), '..', '..', 'examples', 'ac_cart_pole.gin'
+)
+
+
+@pytest.fixture(scope='module')
+def run(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp('collect') / 'run')
+    train(
+        root,
+        [EXAMPLE],
+        [
+            'create_environment.num_parallel_environments=2',
+            'TrainerConfig.num_env_steps=0',
+            'TrainerConfig.num_iterations=2',
+            'TrainerConfig.evaluate=False',
+        ],
+    )
+    gin.clear_config()
+    return root
+
+
+def test_collect_records_the_played_episodes(run, tmp_path):
+    played = play(run, num_episodes=3, seed=4, max_episode_steps=20)
+    gin.clear_config()
+    out = str(tmp_path / 'data')
+    returns = collect(
+        run,
+        out,
+        episodes=3,
+        seed=4,
+        max_episode_steps=20,
+        reference_episodes=2,
+    )
+    gin.clear_config()
+    assert returns == played
+    ds = Dataset(out)
+    assert ds.num_episodes == 3
+    assert ds.observation_spec.shape == [4]
+    np.testing.assert_allclose(ds.episode_returns(), played)
+    for episode, ret in zip(ds.episodes(), played):
+        # CartPole: reward 1 per step after the first; T = return + 1.
+        assert len(episode.step_type) == ret + 1
+        assert episode.step_type[0] == StepType.FIRST
+        assert episode.step_type[-1] == StepType.LAST
+        assert set(episode.step_type[1:-1]) <= {StepType.MID}
+        # Each step's prev_action is the action taken at the step before.
+        np.testing.assert_array_equal(
+            episode.prev_action[1:], episode.action[:-1]
+        )
+    m = ds.metadata
+    assert m['env_name'] == 'CartPole-v1' and m['policy'] == 'greedy'
+    assert m['behaviour_return'] == pytest.approx(np.mean(played))
+    assert 1 <= m['expert_return'] <= 20
+    assert 1 <= m['random_return'] <= 20
+
+
+def test_collect_random_appends_and_refuses_two_modes(run, tmp_path):
+    out = str(tmp_path / 'data')
+    collect(run, out, episodes=2, random=True, max_episode_steps=10)
+    gin.clear_config()
+    collect(run, out, episodes=1, epsilon=0.5, max_episode_steps=10)
+    gin.clear_config()
+    ds = Dataset(out)
+    assert ds.num_episodes == 3 and len(ds.shards) == 2
+    assert ds.metadata['policy'] == 'epsilon 0.5'
+    with pytest.raises(
+        ValueError, match='--epsilon and --random: give at most one'
+    ):
+        collect(run, out, episodes=1, epsilon=0.1, random=True)
+    with pytest.raises(ValueError, match='--noise needs continuous actions'):
+        collect(run, out, episodes=1, noise=0.1, max_episode_steps=10)
+    gin.clear_config()
