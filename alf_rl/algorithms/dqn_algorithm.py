@@ -52,6 +52,17 @@ distributional loss the priority is the row's loss. Noisy heads
 ``rollout`` call (the online network) and after every update, for the next
 one (the online and the target network); ``predict`` uses the current
 noise.
+
+Recurrent Q networks (R2D2, Kapturowski et al. 2019): a Q network with a
+state (``QRnnNetwork``, or any head of the family with
+``encoding_network_ctor=LSTMEncodingNetwork``) is called one step at a time
+with its state. The rollout (and predict) state is the online network's;
+the train state is ``(online state, target state)``, both started from the
+state stored with a replayed sequence's first step
+(``use_rollout_state=True``), refreshed over the ``burn_in_steps`` rows,
+and carried through the sequence. ``ScalarValues(value_rescaling=True)``
+trains on R2D2's rescaled targets; ``sequence_priority_eta`` gives its
+sequence priorities.
 """
 
 from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
@@ -74,7 +85,7 @@ from alf_rl.ops import losses
 from alf_rl.ops.exploration import epsilon_greedy_action
 from alf_rl.ops.masks import pad_last_row
 from alf_rl.specs import is_bounded, is_discrete, num_discrete_actions
-from alf_rl.utils.common import check_feed_forward, make_stateless_seed
+from alf_rl.utils.common import make_stateless_seed
 from alf_rl.utils.schedules import LinearSchedule
 
 from alf_rl.utils.nest import Nest
@@ -113,6 +124,18 @@ def _check_resampling(name: str, events: Sequence[str]) -> Tuple[str, ...]:
     return tuple(events)
 
 
+def _check_action_spec(name: str, action_spec: Any) -> None:
+    """Raises ValueError unless ``action_spec`` is one scalar bounded
+    discrete spec."""
+    if (tf.nest.is_nested(action_spec) or not is_bounded(action_spec)
+            or not is_discrete(action_spec)
+            or action_spec.shape.rank != 0):
+        raise ValueError(
+            "%s: action_spec must be one scalar BoundedTensorSpec with "
+            "an integer dtype (a single discrete action), got %s" %
+            (name, action_spec))
+
+
 def _epsilon_schedule(name: str, epsilon_greedy: Union[float,
                                                        Sequence[float]],
                       decay_steps: int) -> LinearSchedule:
@@ -133,17 +156,66 @@ def _epsilon_schedule(name: str, epsilon_greedy: Union[float,
     return LinearSchedule(start, end, int(decay_steps))
 
 
+class _RecurrentQStates(object):
+    """DQN's train state: ``(online, target)`` Q network states for a
+    recurrent Q network (``_recurrent``, set by the constructor), ``()``
+    for a feed-forward one."""
+
+    _recurrent = False
+
+    def train_state_from_rollout_state(self, state: Nest) -> Nest:
+        """``(state, state)``: the target network starts from the online
+        network's stored state (``()`` for a feed-forward Q network).
+
+        Args:
+            state: the stored rollout state, [b, ...] leaves.
+        Returns:
+            the train state.
+        """
+        return (state, state) if self._recurrent else state
+
+    def _split(self, state: Nest) -> Tuple[Nest, Nest]:
+        """(online, target) network states of a train state."""
+        return state if self._recurrent else ((), ())
+
+
+class _NoiseResampling(object):
+    """New noise for noisy heads at the events ``_resampling`` names (set
+    by the constructor; see ``DqnAlgorithm``'s ``noise_resampling``)."""
+
+    _resampling: Tuple[str, ...] = ()
+    _q_network: Any = None
+
+    def _noise_variables(self, event: str) -> List[tf.Variable]:
+        """The online network's noise variables if ``event`` redraws
+        them, else none."""
+        if event not in self._resampling:
+            return []
+        return [v for layer in getattr(self._q_network, 'noisy_layers', ())
+                for v in (layer.epsilon_in, layer.epsilon_out)]
+
+    def _resample_noise(self, event: str, networks: Sequence[Any]) -> None:
+        """Draws new noise for ``networks`` if ``event`` is configured."""
+        if event not in self._resampling:
+            return
+        for net in networks:
+            if hasattr(net, 'resample_noise'):
+                net.resample_noise()
+
+
 @gin.configurable
-class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
+class DqnAlgorithm(_RecurrentQStates, _NoiseResampling, TDErrorPriority,
+                   OffPolicyAlgorithm):
     """DQN / double DQN with n-step returns and ε-greedy exploration.
 
     Args:
         observation_spec: nest of specs of one observation.
         action_spec: scalar ``BoundedTensorSpec`` with an integer dtype.
         q_network_ctor: ``(observation_spec, action_spec) -> QNetwork``-like
-            feed-forward network returning [B, num_actions] Q values
-            (column i is action ``minimum + i``). ``QNetwork.dueling`` gives
-            the dueling head.
+            network returning [B, num_actions] Q values (column i is action
+            ``minimum + i``), or the output ``value_distribution`` reads.
+            ``QNetwork.dueling`` gives the dueling head; a recurrent one
+            (``QRnnNetwork``) needs ``use_rollout_state=True``.
         gamma: discount factor γ.
         td_error_loss_fn: ``(target, prediction) -> element-wise loss``,
             e.g. ``element_wise_huber_loss`` (default, as in the Nature
@@ -168,8 +240,8 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
 
     Raises:
         ValueError: ``action_spec`` is not one scalar bounded discrete spec,
-            the Q network is recurrent or does not fit
-            ``value_distribution``, or a hyperparameter is out of range.
+            the Q network does not fit ``value_distribution``, or a
+            hyperparameter is out of range.
         TypeError: a retired argument name (``td_loss_fn``,
             ``target_update_tau``).
     """
@@ -194,25 +266,23 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
                  name: str = 'DqnAlgorithm',
                  **kwargs: Any):
         reject_retired_arguments(name, kwargs)
-        if (tf.nest.is_nested(action_spec) or not is_bounded(action_spec)
-                or not is_discrete(action_spec)
-                or action_spec.shape.rank != 0):
-            raise ValueError(
-                "%s: action_spec must be one scalar BoundedTensorSpec with "
-                "an integer dtype (a single discrete action), got %s" %
-                (name, action_spec))
+        _check_action_spec(name, action_spec)
         self._epsilon = _epsilon_schedule(name, epsilon_greedy,
                                           epsilon_decay_steps)
         self._eval_epsilon = check_unit_interval(name, 'eval_epsilon_greedy',
                                                  eval_epsilon_greedy)
         gamma = check_unit_interval(name, 'gamma', gamma)
         q_network = q_network_ctor(observation_spec, action_spec)
-        check_feed_forward(name, [q_network])
         self._distribution = value_distribution or ScalarValues()
         self._distribution.check_network(name, q_network)
         self._resampling = _check_resampling(name, noise_resampling)
+        q_state = q_network.state_spec
+        self._recurrent = bool(tf.nest.flatten(q_state))
         super().__init__(observation_spec, action_spec, optimizer=optimizer,
-                         name=name, **kwargs)
+                         name=name,
+                         train_state_spec=((q_state, q_state)
+                                           if self._recurrent else ()),
+                         rollout_state_spec=q_state, **kwargs)
         self._q_network = q_network
         self._target_q_network = TargetNetwork(q_network,
                                                name='target_q_network')
@@ -235,33 +305,23 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
         """The ε schedule's counter of ``rollout`` calls and, when
         ``rollout`` resamples it, the online network's noise (see
         ``Algorithm.rollout_owned_variables``)."""
-        owned = [self._rollout_count]
-        if 'rollout' in self._resampling:
-            owned += [v for layer in getattr(self._q_network,
-                                             'noisy_layers', ())
-                      for v in (layer.epsilon_in, layer.epsilon_out)]
-        return owned
-
-    def _resample_noise(self, event: str, networks: Sequence[Any]) -> None:
-        """Draws new noise for ``networks`` if ``event`` is configured."""
-        if event not in self._resampling:
-            return
-        for net in networks:
-            if hasattr(net, 'resample_noise'):
-                net.resample_noise()
+        return [self._rollout_count] + self._noise_variables('rollout')
 
     def _to_action(self, index: tf.Tensor) -> tf.Tensor:
         action = tf.cast(index, self.action_spec.dtype)
         return action + tf.cast(self.action_spec.minimum, action.dtype)
 
-    def _outputs(self, network: Any, observation: Nest,
-                 purpose: str) -> ValueOutputs:
-        return self._distribution.outputs(network, observation, purpose)
+    def _outputs(self, network: Any, observation: Nest, purpose: str,
+                 state: Nest) -> Tuple[ValueOutputs, Nest]:
+        return self._distribution.outputs(network, observation, purpose,
+                                          state)
 
-    def _act(self, observation: Nest, epsilon: Any) -> tf.Tensor:
-        q_values = self._outputs(self._q_network, observation, 'act').q
-        index = epsilon_greedy_action(q_values, epsilon, make_stateless_seed())
-        return self._to_action(index)
+    def _act(self, observation: Nest, epsilon: Any,
+             state: Nest) -> Tuple[tf.Tensor, Nest]:
+        out, state = self._outputs(self._q_network, observation, 'act',
+                                   state)
+        index = epsilon_greedy_action(out.q, epsilon, make_stateless_seed())
+        return self._to_action(index), state
 
     def predict(self, time_step: TimeStep, state: Nest) -> PolicyStep:
         """Greedy (or ``eval_epsilon_greedy``) action: the argmax of the
@@ -269,17 +329,19 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
 
         Args:
             time_step: ``TimeStep`` with [B, ...] leaves.
-            state: ``()``.
+            state: the Q network's state (``()`` if feed-forward).
         Returns:
-            ``PolicyStep(action [B] of the spec's dtype, (), ())``.
+            ``PolicyStep(action [B] of the spec's dtype, state, ())``.
         """
         if self._eval_epsilon == 0.0:
-            q_values = self._outputs(self._q_network, time_step.observation,
-                                     'greedy').q
+            out, state = self._outputs(self._q_network,
+                                       time_step.observation, 'greedy',
+                                       state)
             action = self._to_action(
-                tf.argmax(q_values, axis=-1, output_type=tf.int32))
+                tf.argmax(out.q, axis=-1, output_type=tf.int32))
         else:
-            action = self._act(time_step.observation, self._eval_epsilon)
+            action, state = self._act(time_step.observation,
+                                      self._eval_epsilon, state)
         return PolicyStep(action=action, state=state)
 
     def rollout(self, time_step: TimeStep, state: Nest) -> PolicyStep:
@@ -287,13 +349,14 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
 
         Args:
             time_step: ``TimeStep`` with [B, ...] leaves.
-            state: ``()``.
+            state: the Q network's state (``()`` if feed-forward).
         Returns:
-            ``PolicyStep(action [B], (), ())``.
+            ``PolicyStep(action [B], state, ())``.
         """
         self._resample_noise('rollout', [self._q_network])
         count = self._rollout_count.assign_add(1)
-        action = self._act(time_step.observation, self._epsilon(count - 1))
+        action, state = self._act(time_step.observation,
+                                  self._epsilon(count - 1), state)
         return PolicyStep(action=action, state=state)
 
     def train_step(self, exp: Experience, state: Nest) -> PolicyStep:
@@ -301,12 +364,15 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
 
         Args:
             exp: ``Experience`` with [B, ...] leaves.
-            state: ``()``.
+            state: ``(online, target)`` network states (``()`` if
+                feed-forward).
         Returns:
-            ``PolicyStep(action [B] greedy, (), DqnInfo)``.
+            ``PolicyStep(action [B] greedy, state, DqnInfo)``.
         """
-        out = self._outputs(self._q_network, exp.observation, 'train')
-        return self._with_target(exp, state,
+        q_state, target_state = self._split(state)
+        out, q_state = self._outputs(self._q_network, exp.observation,
+                                     'train', q_state)
+        return self._with_target(exp, (q_state, target_state),
                                  self._taken_q(out.values, exp.action), out)
 
     def _taken_q(self, values: tf.Tensor, action: tf.Tensor) -> tf.Tensor:
@@ -323,16 +389,19 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
         The first row of a sequence is never a bootstrap value (row t's
         n-step target reads rows after t), so its target value is zeros:
         with the usual 2-step sequences, one target-network pass fewer per
-        update.
+        update. (A recurrent Q network runs ``train_step``: the target
+        network's state must advance.)
 
         Args:
             exp: ``Experience`` with [B, ...] leaves.
-            state: ``()``.
+            state: ``()`` (``(online, target)`` states if recurrent).
         Returns:
-            ``PolicyStep(action [B] greedy, (), DqnInfo)`` whose
-            ``target_value`` is zeros.
+            ``PolicyStep(action [B] greedy, state, DqnInfo)`` whose
+            ``target_value`` is zeros (unless recurrent).
         """
-        out = self._outputs(self._q_network, exp.observation, 'train')
+        if self._recurrent:
+            return self.train_step(exp, state)
+        out, _ = self._outputs(self._q_network, exp.observation, 'train', ())
         q_value = self._taken_q(out.values, exp.action)
         return PolicyStep(action=self._to_action(
             tf.argmax(out.q, axis=-1, output_type=tf.int32)),
@@ -352,15 +421,18 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
 
         Args:
             exp: ``Experience`` with [B, ...] leaves.
-            state: ``()``.
+            state: ``(online, target)`` network states (``()`` if
+                feed-forward).
         Returns:
-            ``PolicyStep(action [B] greedy, (), DqnInfo)`` whose
+            ``PolicyStep(action [B] greedy, state, DqnInfo)`` whose
             ``q_value`` (and ``tau``) are zeros.
         """
         out = None
+        q_state, target_state = self._split(state)
         if self._use_double_q:
-            out = self._outputs(self._q_network, exp.observation, 'train')
-        return self._with_target(exp, state, None, out)
+            out, q_state = self._outputs(self._q_network, exp.observation,
+                                         'train', q_state)
+        return self._with_target(exp, (q_state, target_state), None, out)
 
     def _with_target(self, exp: Experience, state: Nest,
                      q_value: Optional[tf.Tensor],
@@ -368,9 +440,13 @@ class DqnAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
         """``PolicyStep`` of ``train_step``/``bootstrap_step``: the target
         network's value of ``exp.observation`` (at the online network's
         greedy action, from ``out``, for double Q-learning), with
-        ``q_value`` [B] ([B, N]; zeros if ``None``)."""
-        target = self._outputs(self._target_q_network, exp.observation,
-                               'target')
+        ``q_value`` [B] ([B, N]; zeros if ``None``); ``state`` the (online,
+        target) states, the target's advanced here."""
+        q_state, target_state = state
+        target, target_state = self._outputs(self._target_q_network,
+                                             exp.observation, 'target',
+                                             target_state)
+        state = (q_state, target_state) if self._recurrent else ()
         # Double Q: the online network's greedy action; else the target's
         # (its value there is max_a Q_target for scalar values).
         greedy = out.q if self._use_double_q and out is not None else target.q

@@ -50,6 +50,7 @@ from alf_rl.data_structures import (AlgStep, Experience, LossInfo,
                                     PolicyStep, TrainingInfo)
 from alf_rl.ops import distributions as dist_ops
 from alf_rl.ops.masks import cut_seams, mask_last_row
+from alf_rl.ops.recurrent_replay import sequence_priority
 from alf_rl.specs import add_outer_dims, time_step_spec
 from alf_rl.utils.common import (loop_traced_once,
                                  reset_state_if_necessary, trace_outputs,
@@ -142,6 +143,26 @@ def check_step_result(result: Any, algorithm: Any, method: str,
     return result
 
 
+def check_burn_in(burn_in_steps: int, mini_batch_length: int,
+                  last_row_only_bootstraps: bool) -> None:
+    """Refuses training sequences too short for their burn-in.
+
+    Args:
+        burn_in_steps: rows that only refresh the state.
+        mini_batch_length: L, rows per training sequence (with burn-in).
+        last_row_only_bootstraps: whether the last trained row only
+            bootstraps (then 2 rows must remain after the burn-in).
+    Raises:
+        ValueError: fewer rows than needed remain after the burn-in.
+    """
+    need = burn_in_steps + (2 if last_row_only_bootstraps else 1)
+    if burn_in_steps and mini_batch_length < need:
+        raise ValueError(
+            "train: mini_batch_length %d leaves too few rows after "
+            "burn_in_steps %d: it must be >= %d" %
+            (mini_batch_length, burn_in_steps, need))
+
+
 class UpdateResult(NamedTuple):
     """What one replay update returns (values, not attributes)."""
     loss_info: LossInfo  # scalar leaves, as from update_with_gradient
@@ -164,6 +185,11 @@ class ReplayTrainingMixin(object):
         use_rollout_state: store the rollout state in the experience and
             start each training sequence from it (RNN policies); else
             sequences start from the initial train state.
+        burn_in_steps: rows at the start of every training sequence that
+            only refresh the recurrent state (R2D2's burn-in; see
+            ``training_start_state``): no loss, no gradient.
+        sequence_priority_eta: η of R2D2's sequence priority (see
+            ``TDErrorPriority``); None: ``|δ_0|``.
         *args: passed on to the next class (``RLAlgorithm``).
         **kwargs: passed on to the next class (``RLAlgorithm``).
     """
@@ -185,9 +211,15 @@ class ReplayTrainingMixin(object):
     gives_priorities = False
 
     def __init__(self, *args: Any, use_rollout_state: bool = False,
+                 burn_in_steps: int = 0,
+                 sequence_priority_eta: Optional[float] = None,
                  **kwargs: Any):
         super().__init__(*args, **kwargs)
         self._use_rollout_state = bool(use_rollout_state)
+        self.burn_in_steps, self.sequence_priority_eta = (
+            _checked_recurrent_replay_args(type(self).__name__,
+                                           burn_in_steps,
+                                           sequence_priority_eta))
         self._rollout_info_spec = None
         self._train_info_spec = None
 
@@ -199,6 +231,12 @@ class ReplayTrainingMixin(object):
     @use_rollout_state.setter
     def use_rollout_state(self, value: bool) -> None:
         self._use_rollout_state = bool(value)
+
+    def train_state_from_rollout_state(self, state: Any) -> Any:
+        """The train state ([b, ...] leaves) a replayed sequence starts
+        from, given the rollout ``state`` stored with its first step (the
+        identity by default; DQN maps it to (online, target) states)."""
+        return state
 
     @property
     def recurrent_state_spec(self) -> Any:
@@ -384,11 +422,10 @@ class ReplayTrainingMixin(object):
         """``train``, returning the last update's ``UpdateResult``."""
         if self._train_info_spec is None:
             self.prepare_off_policy_specs()
-        experience = self._preprocess(experience)
+        experience = _preprocessed(self, experience)
         shape = _checked_mini_batches(experience, num_updates,
                                       mini_batch_size, mini_batch_length,
-                                      sample_weights,
-                                      self.last_row_only_bootstraps)
+                                      sample_weights, self)
         num_batches = shape.num_sequences // shape.mini_batch_size
         num_steps = int(num_updates) * num_batches
         orders = shuffled_orders(int(num_updates), shape.num_sequences,
@@ -412,28 +449,10 @@ class ReplayTrainingMixin(object):
             keep_going=lambda result: result.keep_going)[1]
         return result
 
-    def _preprocess(self, experience):
-        """``cut_seams``, ``transform_timestep`` and ``preprocess_experience``
-        on stored [T, B] experience; distributions back to parameters
-        afterwards (mini-batches and rows are cut from the parameters)."""
-        experience = experience._replace(
-            step_type=cut_seams(experience.step_type),
-            rollout_info=dist_ops.params_to_distributions(
-                experience.rollout_info, self._rollout_info_spec))
-        experience = self.transform_timestep(experience)
-        experience = self.preprocess_experience(experience)
-        return experience._replace(
-            rollout_info=dist_ops.distributions_to_params(
-                experience.rollout_info))
-
     def _update(self, experience, sample_weights=None):
         """One gradient update on time-major experience [L, b, ...]
         (``rollout_info`` as parameters)."""
-        batch_size = tf.shape(experience.step_type)[1]
-        if self.use_rollout_state:
-            state = tf.nest.map_structure(lambda x: x[0], experience.state)
-        else:
-            state = self.get_initial_train_state(batch_size)
+        state, experience = training_start_state(self, experience)
         variables = self.trainable_variables
         persistent = len(self.get_optimizer_and_variable_sets()) > 1
         with tf.GradientTape(watch_accessed_variables=False,
@@ -458,6 +477,82 @@ class ReplayTrainingMixin(object):
             priority=() if priority is None else priority,
             keep_going=self.continue_training(training_info, valid))
 
+
+
+
+def _preprocessed(algorithm: Any, experience: Experience) -> Experience:
+    """``cut_seams``, ``transform_timestep`` and ``preprocess_experience``
+    of ``algorithm`` on stored [T, B] experience; distributions back to
+    parameters afterwards (mini-batches and rows are cut from the
+    parameters)."""
+    experience = experience._replace(
+        step_type=cut_seams(experience.step_type),
+        rollout_info=dist_ops.params_to_distributions(
+            experience.rollout_info, algorithm.rollout_info_spec))
+    experience = algorithm.transform_timestep(experience)
+    experience = algorithm.preprocess_experience(experience)
+    return experience._replace(
+        rollout_info=dist_ops.distributions_to_params(
+            experience.rollout_info))
+
+
+def _checked_recurrent_replay_args(name: str, burn_in_steps: int,
+                                   sequence_priority_eta: Optional[float]
+                                   ) -> Tuple[int, Optional[float]]:
+    """``(burn_in_steps, sequence_priority_eta)`` validated (see
+    ``ReplayTrainingMixin``); one clear line per bad value."""
+    if int(burn_in_steps) < 0:
+        raise ValueError("%s: burn_in_steps must be >= 0, got %r" %
+                         (name, burn_in_steps))
+    if sequence_priority_eta is not None and not (
+            0.0 <= float(sequence_priority_eta) <= 1.0):
+        raise ValueError("%s: sequence_priority_eta must be in [0, 1] or "
+                         "None, got %r" % (name, sequence_priority_eta))
+    return int(burn_in_steps), (None if sequence_priority_eta is None else
+                                float(sequence_priority_eta))
+
+
+def training_start_state(algorithm: Any,
+                         experience: Experience) -> Tuple[Any, Experience]:
+    """The train state at the first trained row of a replayed mini-batch,
+    and the rows to train on.
+
+    The state stored with row 0 (``use_rollout_state``, mapped by
+    ``train_state_from_rollout_state``; else the initial train state),
+    refreshed by ``train_step`` over the algorithm's ``burn_in_steps``
+    rows (reset at FIRST steps), which are then cut off. Run it outside
+    the update's tape: the burn-in gets no loss and no gradient (the state
+    is also ``stop_gradient``-ed).
+
+    Args:
+        algorithm: the ``ReplayTrainingMixin`` algorithm (its specs
+            prepared).
+        experience: ``Experience`` with [L, b, ...] leaves
+            (``rollout_info`` as parameters).
+    Returns:
+        ``(state, rows)``: the train state ([b, ...] leaves) and the
+        experience's rows after the burn-in ([L - burn_in_steps, b, ...]).
+    """
+    batch_size = tf.shape(experience.step_type)[1]
+    if algorithm.use_rollout_state:
+        state = algorithm.train_state_from_rollout_state(
+            tf.nest.map_structure(lambda x: x[0], experience.state))
+    else:
+        state = algorithm.get_initial_train_state(batch_size)
+    k = getattr(algorithm, 'burn_in_steps', 0)
+    if not k:
+        return state, experience
+    initial_state = algorithm.get_initial_train_state(batch_size)
+    for t in range(k):
+        exp_t = tf.nest.map_structure(lambda x, t=t: x[t], experience)
+        state = reset_state_if_necessary(state, initial_state,
+                                         exp_t.is_first())
+        state = algorithm.train_step(exp_t._replace(
+            rollout_info=dist_ops.params_to_distributions(
+                exp_t.rollout_info, algorithm.rollout_info_spec)),
+                                     state).state
+    return (tf.nest.map_structure(tf.stop_gradient, state),
+            tf.nest.map_structure(lambda x: x[k:], experience))
 
 
 def _traced_rollout_info_spec(algorithm: Any,
@@ -502,9 +597,11 @@ def _checked_mini_batches(experience: Experience, num_updates: int,
                           mini_batch_size: Optional[int],
                           mini_batch_length: Optional[int],
                           sample_weights: Optional[tf.Tensor],
-                          last_row_only_bootstraps: bool) -> MiniBatchShape:
-    """``check_mini_batches`` on experience of static [T, B] outer dims;
-    sample weights only with one update over whole sequences."""
+                          algorithm: Any) -> MiniBatchShape:
+    """``check_mini_batches`` on experience of static [T, B] outer dims
+    (and ``check_burn_in`` for ``algorithm``'s settings); sample weights
+    only with one update over whole sequences."""
+    last_row_only_bootstraps = algorithm.last_row_only_bootstraps
     length, batch_size = experience.step_type.shape[:2]
     if batch_size is None or length is None:
         raise ValueError("train: experience must have static [T, B] "
@@ -512,6 +609,9 @@ def _checked_mini_batches(experience: Experience, num_updates: int,
                          experience.step_type.shape)
     shape = check_mini_batches(batch_size, length, mini_batch_size,
                                mini_batch_length, last_row_only_bootstraps)
+    check_burn_in(getattr(algorithm, 'burn_in_steps', 0),
+                  shape.mini_batch_length,
+                  last_row_only_bootstraps)
     if sample_weights is not None and (
             num_updates != 1 or shape.mini_batch_length != length
             or shape.mini_batch_size != batch_size):
@@ -597,20 +697,30 @@ class TDErrorPriority(object):
     Mix it in (before the algorithm base) to opt an algorithm whose
     ``calc_loss`` reports ``extra.td_error`` ([L, b]) into prioritized
     replay: the priority of a sampled sequence is ``|td_error|`` at its
-    first step (the transition it was sampled for).
+    first step (the transition it was sampled for), or, with the
+    algorithm's ``sequence_priority_eta`` η set, R2D2's ``η max + (1 - η)
+    mean`` of ``|td_error|`` over its trained rows
+    (``alf_rl.ops.recurrent_replay.sequence_priority``).
     """
 
     gives_priorities = True
 
     def calc_priority(self, training_info: TrainingInfo,
                       per_step_loss_info: LossInfo) -> tf.Tensor:
-        """[b] float32 ``|td_error_0|`` (see the class docstring).
+        """[b] float32 priorities (see the class docstring).
 
         Args:
-            training_info: unused ([L, b] ``TrainingInfo``).
+            training_info: the [L, b] ``TrainingInfo`` (its step types
+                mask LAST steps and the bootstrap row for the sequence
+                priority).
             per_step_loss_info: ``LossInfo`` whose ``extra.td_error`` is
                 [L, b] float32.
         """
-        del training_info
-        return tf.abs(tf.convert_to_tensor(
-            per_step_loss_info.extra.td_error)[0])
+        td_error = tf.convert_to_tensor(per_step_loss_info.extra.td_error)
+        eta = getattr(self, 'sequence_priority_eta', None)
+        if eta is None:
+            return tf.abs(td_error[0])
+        mask = valid_step_mask(training_info.step_type)
+        if getattr(self, 'last_row_only_bootstraps', True):
+            mask = mask_last_row(mask)
+        return sequence_priority(td_error, float(eta), mask)

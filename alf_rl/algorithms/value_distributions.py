@@ -30,6 +30,7 @@ import tensorflow as tf
 
 from alf_rl.networks.distributional_q_networks import ImplicitQuantileQNetwork
 from alf_rl.ops import distributional as dist
+from alf_rl.ops.recurrent_replay import inverse_value_rescale, value_rescale
 from alf_rl.ops.td_targets import n_step_returns
 from alf_rl.utils.common import make_stateless_seed
 
@@ -49,6 +50,8 @@ class ValueDistribution(object):
     ``'greedy'`` (greedy predict), ``'train'`` (the online network in
     training rows), ``'target'`` (the target network).
     """
+
+    _value_rescaling = False  # ScalarValues(value_rescaling=True)
 
     def check_network(self, owner: str, network: Any) -> None:
         """Raises ValueError if ``network`` does not give this output."""
@@ -70,20 +73,21 @@ class ValueDistribution(object):
         return None
 
     def outputs(
-        self, network: Any, observation: Any, purpose: str
-    ) -> ValueOutputs:
+        self, network: Any, observation: Any, purpose: str, state: Any = ()
+    ) -> Tuple[ValueOutputs, Any]:
         """The network's values and mean Q of every action.
 
         Args:
             network: the online or target Q network.
             observation: nest of [B, ...] tensors.
             purpose: ``'act'``, ``'greedy'``, ``'train'`` or ``'target'``.
+            state: the network's state (``()`` if feed-forward).
         Returns:
-            ``ValueOutputs`` with [B, A] ``q``.
+            ``(ValueOutputs with [B, A] q, the network's new state)``.
         """
         del purpose
-        values, _ = network(observation)
-        return ValueOutputs(values=values, q=self.mean(values))
+        values, state = network(observation, state)
+        return ValueOutputs(values=values, q=self.mean(values)), state
 
     def mean(self, values: tf.Tensor) -> tf.Tensor:
         """The expected return of ``values`` [..., (N)] -> [...]."""
@@ -123,9 +127,14 @@ class ValueDistribution(object):
             ``(loss, td_error)``: [T-1, B] float32 each; ``td_error`` (no
             gradient) is the priority's source.
         """
+        target_value = info.target_value
+        if self._value_rescaling:
+            target_value = inverse_value_rescale(target_value)
         returns = n_step_returns(
-            reward, discount, step_type, info.target_value, gamma
+            reward, discount, step_type, target_value, gamma
         )
+        if self._value_rescaling:
+            returns = value_rescale(returns)
         q_value = info.q_value[:-1]
         return (
             td_error_loss_fn(returns, q_value),
@@ -135,7 +144,21 @@ class ValueDistribution(object):
 
 @gin.configurable
 class ScalarValues(ValueDistribution):
-    """DQN's expected return: one Q value per action (the default)."""
+    """DQN's expected return: one Q value per action (the default).
+
+    With ``value_rescaling`` (R2D2, Kapturowski et al. 2019) the network
+    estimates ``h(Q)`` and the n-step targets are ``h(G_t)``, with ``G_t``
+    computed on ``h⁻¹`` of the bootstrap values
+    (``alf_rl.ops.recurrent_replay.value_rescale``). ``mean`` (acting, the
+    reported ``q_value``) is then ``h(Q)``: h is increasing, so the greedy
+    action is the same.
+
+    Args:
+        value_rescaling: train on R2D2's rescaled targets.
+    """
+
+    def __init__(self, value_rescaling: bool = False):
+        self._value_rescaling = bool(value_rescaling)
 
 
 @gin.configurable
@@ -292,8 +315,8 @@ class ImplicitQuantileValues(QuantileValues):
             )
 
     def outputs(
-        self, network: Any, observation: Any, purpose: str
-    ) -> ValueOutputs:
+        self, network: Any, observation: Any, purpose: str, state: Any = ()
+    ) -> Tuple[ValueOutputs, Any]:
         """Quantiles at fresh fractions (count by ``purpose``); for
         ``'greedy'`` at the K fixed midpoints ``(2i + 1) / 2K`` instead, a
         deterministic estimate of the mean (``predict``, export)."""
@@ -305,8 +328,8 @@ class ImplicitQuantileValues(QuantileValues):
             tau = tf.random.stateless_uniform(
                 [batch, self._samples[purpose]], make_stateless_seed()
             )
-        values, _ = network(observation, tau=tau)
-        return ValueOutputs(values=values, q=self.mean(values), tau=tau)
+        values, state = network(observation, state, tau=tau)
+        return ValueOutputs(values=values, q=self.mean(values), tau=tau), state
 
     def zero_target(self, q_value: tf.Tensor) -> tf.Tensor:
         """[B, N'] zeros."""

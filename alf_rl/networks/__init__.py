@@ -17,7 +17,7 @@ from alf_rl.networks.value_network import ValueNetwork
 from alf_rl.networks.critic_networks import CriticNetwork, QNetwork
 from alf_rl.networks.actor_network import ActorNetwork
 from alf_rl.networks.rnn_networks import (ActorDistributionRnnNetwork,
-                                          LSTMEncodingNetwork,
+                                          LSTMEncodingNetwork, QRnnNetwork,
                                           ValueRnnNetwork)
 from alf_rl.networks.ensemble_network import EnsembleNetwork
 
@@ -26,5 +26,6 @@ __all__ = [
     'CategoricalProjectionNetwork',
     'NormalProjectionNetwork', 'ActorDistributionNetwork', 'ValueNetwork',
     'CriticNetwork', 'QNetwork', 'ActorNetwork', 'LSTMEncodingNetwork',
-    'ActorDistributionRnnNetwork', 'ValueRnnNetwork', 'EnsembleNetwork'
+    'ActorDistributionRnnNetwork', 'ValueRnnNetwork', 'QRnnNetwork',
+    'EnsembleNetwork'
 ]

@@ -20,6 +20,7 @@ import tf_keras
 
 from alf_rl.networks.actor_distribution_network import (ActorDistributionHead,
                                                         ProjectionCtor)
+from alf_rl.networks.critic_networks import QNetwork
 from alf_rl.networks.encoder_head import EncoderCtor
 from alf_rl.networks.encoding_network import (Activation, Combiner,
                                               ConvLayerParams, EncodingNetwork)
@@ -28,6 +29,7 @@ from alf_rl.networks.network import (Initializer, Network, _ctor_args,
 from alf_rl.networks.projection_networks import (CategoricalProjectionNetwork,
                                                  NormalProjectionNetwork)
 from alf_rl.networks.value_network import ValueHead
+from alf_rl import specs as alf_specs
 from alf_rl.utils.nest import Nest
 
 
@@ -240,3 +242,40 @@ class ValueRnnNetwork(ValueHead):
                  **encoder_kwargs: Any):
         super().__init__(input_tensor_spec, encoding_network_ctor, name,
                          **encoder_kwargs)
+
+
+@gin.configurable
+class QRnnNetwork(QNetwork):
+    """``QNetwork`` with an ``LSTMEncodingNetwork`` encoder by default.
+
+    ``net(observation [B, ...], state) -> (Q values [B, num_actions],
+    new_state)``, one step per call (R2D2's recurrent Q network; see
+    ``DqnAlgorithm``).
+
+    Args:
+        input_tensor_spec: nest of ``tf.TensorSpec`` of one observation.
+        action_spec: scalar ``BoundedTensorSpec`` with an integer dtype.
+        encoding_network_ctor: builds the encoder (see ``EncoderCtor``);
+            default ``LSTMEncodingNetwork``.
+        dueling: use the dueling value/advantage head.
+        name: module name.
+        **encoder_kwargs: ``encoding_network_ctor``'s arguments, e.g.
+            ``lstm_size`` (see ``LSTMEncodingNetwork``).
+
+    Raises:
+        ValueError: ``action_spec`` is not a scalar bounded integer spec,
+            or a bad ``lstm_size``.
+        TypeError: an encoder argument that ``encoding_network_ctor`` does
+            not take.
+    """
+
+    def __init__(self,
+                 input_tensor_spec: Nest,
+                 action_spec: alf_specs.BoundedTensorSpec,
+                 encoding_network_ctor: EncoderCtor = LSTMEncodingNetwork,
+                 dueling: bool = False,
+                 name: str = 'QRnnNetwork',
+                 **encoder_kwargs: Any):
+        super().__init__(input_tensor_spec, action_spec,
+                         encoding_network_ctor=encoding_network_ctor,
+                         dueling=dueling, name=name, **encoder_kwargs)
