@@ -45,7 +45,7 @@ train: install
 	$(VENV)/bin/alf-train --gin_file examples/ac_cart_pole.gin --root_dir $(ROOT_DIR)
 
 test: install-test
-	$(VENV)/bin/python -m pytest -n 2 -q tests
+	$(VENV)/bin/python -m pytest -n 2 -q --durations=15 tests
 	$(MAKE) test-py313
 
 test-py313:
