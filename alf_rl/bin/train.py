@@ -5,6 +5,7 @@ Usage::
     alf-train --gin_file examples/ac_cart_pole.gin --root_dir DIR \
         [--gin_param 'TrainerConfig.num_iterations=200'] \
         [--module_path DIR_OF_MY_MODULES] [--fresh_start | --from_checkpoint N]
+        [--init_from OTHER_RUN_DIR]
 
 Rerunning the same command on the same ``DIR`` resumes from the newest
 checkpoint that reads back completely (counters continue; a corrupt newer
@@ -13,7 +14,9 @@ checkpoints are on disk but none is usable, the run refuses to start.
 Rescues (see the flags; said in one line, nothing deleted; rerun without
 them to resume): ``--from_checkpoint N``, ``--fresh_start``. Outputs:
 ``DIR/train``, ``DIR/eval``
-(TensorBoard), ``DIR/ckpt``, ``DIR/config.gin``.
+(TensorBoard), ``DIR/ckpt``, ``DIR/config.gin``. ``--init_from`` starts a
+new run from another run's weights (``OfflineToOnlineTrainer``, e.g. an
+offline run continued online).
 
 One run at a time per ``DIR``: a second ``alf-train`` on it stops at once,
 naming the pid and host of the first (``DIR/.alf_rl.lock``, an ``flock``
@@ -86,6 +89,11 @@ def _define_flags():
         'Resume from the kept checkpoint ckpt-N of iteration N (e.g. when '
         'the newer ones hold bad state); the newer ones are renamed '
         'ckpt-K.set_aside (nothing is deleted). Rerun without it to resume.')
+    flags.DEFINE_string(
+        'init_from', None,
+        'Start this (online, off-policy) run from the weights of the newest '
+        'checkpoint of another run, e.g. an offline one: binds '
+        'TrainerConfig.trainer=@OfflineToOnlineTrainer (docs/offline.md).')
 
 
 def train(root_dir: str, gin_files: Sequence[str] = (),
@@ -192,6 +200,15 @@ def _stop_on_first_signal():
                      daemon=True).start()
 
 
+def _gin_params() -> List[str]:
+    """The ``--gin_param`` bindings and those ``--init_from`` stands for."""
+    params = list(FLAGS.gin_param or [])
+    if FLAGS.init_from:
+        params += ['TrainerConfig.trainer=@OfflineToOnlineTrainer',
+                   'OfflineToOnlineTrainer.init_from=%r' % FLAGS.init_from]
+    return params
+
+
 def _rerun() -> str:
     """How to resume: without a rescue flag (it would act again)."""
     rescue = ('--fresh_start' if FLAGS.fresh_start else '--from_checkpoint'
@@ -224,7 +241,7 @@ def _main(argv):
     # Everything that can be checked without TensorFlow, before it.
     lock = None
     try:
-        check_gin_syntax(FLAGS.gin_file, FLAGS.gin_param)
+        check_gin_syntax(FLAGS.gin_file, _gin_params())
         add_module_paths(FLAGS.module_path or ())
         lock = RunDirLock(FLAGS.root_dir).acquire()
     except (ValueError, RunDirError) as e:
@@ -233,7 +250,7 @@ def _main(argv):
     from alf_rl.trainers.errors import TrainingError
     _stop_on_first_signal()
     try:
-        result = train(FLAGS.root_dir, FLAGS.gin_file, FLAGS.gin_param,
+        result = train(FLAGS.root_dir, FLAGS.gin_file, _gin_params(),
                        FLAGS.module_path or (), FLAGS.fresh_start,
                        FLAGS.from_checkpoint)
     except (ValueError, TypeError, TrainingError, CheckpointError,
