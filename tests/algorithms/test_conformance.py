@@ -90,7 +90,8 @@ from alf_rl.networks import EnsembleNetwork
 from alf_rl.algorithms import (DecodingAlgorithm, MemoryBasedPredictor,
                                MemoryWithUsage, MerlinAlgorithm,
                                VariationalAutoEncoder)
-from alf_rl.algorithms import BcAlgorithm, CqlSacAlgorithm, IqlAlgorithm
+from alf_rl.algorithms import (BcAlgorithm, CqlDqnAlgorithm, CqlSacAlgorithm,
+                               IqlAlgorithm)
 from alf_rl.data_structures import (LossInfo, StepType, TrainingInfo,
                                     namedtuple)
 from alf_rl.drivers import OnPolicyDriver
@@ -291,6 +292,13 @@ def _dqn(obs, act):
     opt = _adam()
     alg = DqnAlgorithm(obs, act, q_network_ctor=_q(), optimizer=opt,
                        target_update_period=1, tau=0.5)
+    return alg, {'all': opt}
+
+
+def _cql_dqn(obs, act):
+    opt = _adam()
+    alg = CqlDqnAlgorithm(obs, act, cql_alpha=0.5, q_network_ctor=_q(),
+                          optimizer=opt, target_update_period=1, tau=0.5)
     return alg, {'all': opt}
 
 
@@ -539,6 +547,7 @@ CASES = [
          train_kwargs=_PAIRS, target_networks=1),
     # Sequences of 4: DQN's n-step returns over the unroll's while loop.
     Case('dqn', DqnAlgorithm, _dqn, 'replay', target_networks=1),
+    Case('cql_dqn', CqlDqnAlgorithm, _cql_dqn, 'replay', target_networks=1),
     # The value family: C51 with Rainbow's dueling noisy streams (noise
     # redrawn every rollout and update), QR-DQN, IQN (fractions drawn per
     # call).
