@@ -73,6 +73,8 @@ class CqlDqnAlgorithm(DqnAlgorithm):
             than ``ScalarValues``.
     """
 
+    has_first_train_step = True  # DQN's, with the penalty
+
     def __init__(
         self,
         observation_spec: Nest,
@@ -96,7 +98,7 @@ class CqlDqnAlgorithm(DqnAlgorithm):
         self._cql_alpha = float(cql_alpha)
 
     # ------------------------------------------------------------ steps
-    def train_step(self, exp: Experience, state: Nest) -> PolicyStep:
+    def train_step(self, exp: Any, state: Nest) -> PolicyStep:
         """``DqnAlgorithm.train_step`` and the penalty at (s_t, a_t).
 
         Args:
@@ -107,7 +109,7 @@ class CqlDqnAlgorithm(DqnAlgorithm):
         """
         return self._with_penalty(super().train_step(exp, state), exp)
 
-    def first_train_step(self, exp: Experience, state: Nest) -> PolicyStep:
+    def first_train_step(self, exp: Any, state: Nest) -> PolicyStep:
         """``DqnAlgorithm.first_train_step`` (no target network) and the
         penalty.
 
@@ -115,7 +117,7 @@ class CqlDqnAlgorithm(DqnAlgorithm):
         """
         return self._with_penalty(super().first_train_step(exp, state), exp)
 
-    def bootstrap_step(self, exp: Experience, state: Nest) -> PolicyStep:
+    def bootstrap_step(self, exp: Any, state: Nest) -> PolicyStep:
         """``DqnAlgorithm.bootstrap_step`` with a zero penalty (the last
         row's loss is masked).
 

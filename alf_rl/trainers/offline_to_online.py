@@ -2,12 +2,14 @@
 
 An ``OffPolicyTrainer`` whose run starts from another run's weights: when
 it starts from iteration 0 (no checkpoint of its own yet, or
-``fresh_start``), it first restores the algorithm (its networks, target
-networks, normalizers, temperatures and optimizers) from the newest
-checkpoint of ``init_from``, e.g. an ``OfflineTrainer`` run, and, if
+``fresh_start``), it first restores the algorithm's model (networks, target
+networks, normalizers, temperatures, counters) from the newest checkpoint
+of ``init_from``, e.g. an ``OfflineTrainer`` run, and, if
 ``dataset`` is given, writes that dataset's episodes into the replay
 buffer before anything is collected (then ``initial_collect_steps`` is
-skipped: the buffer is not empty). A resumed run restores its own
+skipped: the buffer is not empty). The optimizers are not restored: their
+state (moments, step counts) and learning rates are those this run's
+configuration gives. A resumed run restores its own
 checkpoint (weights and replay buffer) and does neither.
 
 With ``alf-train``::
@@ -25,9 +27,10 @@ names: the same class and networks, or a class the offline one extends
 """
 
 import os
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 import gin
+import tensorflow as tf
 
 from alf_rl.offline.dataset import Dataset
 from alf_rl.offline.replay_feed import fill_replayer
@@ -36,6 +39,23 @@ from alf_rl.trainers.env_sources import EnvSource
 from alf_rl.trainers.off_policy_trainer import OffPolicyTrainer
 from alf_rl.trainers.run_setup import BuiltRun
 from alf_rl.utils.checkpoint import CheckpointError, Checkpointer
+from alf_rl.utils.checkpoint_contents import checkpoint_variables
+
+
+def _optimizer_state(algorithm: Any) -> List[Any]:
+    """The variables of ``algorithm``'s optimizers that are not the
+    model's: step counts, moments, learning rates (of ``tf_keras`` and of
+    Keras 3 optimizers, whose variables are not ``tf.Variable``s)."""
+    optimizers = [o for o, _ in algorithm.get_optimizer_and_variable_sets()]
+    # An optimizer tracks the variables it updates: those are the model's.
+    model = {id(v) for v in algorithm.trainable_variables}
+    found: Dict[int, Any] = {}
+    for v in checkpoint_variables(
+        tf.train.Checkpoint(optimizers=optimizers)
+    ) + [v for o in optimizers for v in getattr(o, 'variables', [])]:
+        if id(v) not in model:
+            found.setdefault(id(v), v)
+    return list(found.values())
 
 
 @gin.configurable
@@ -108,9 +128,9 @@ class OfflineToOnlineTrainer(OffPolicyTrainer):
         )
 
     def warm_start(self) -> Dict[str, Any]:
-        """Restores the algorithm from ``init_from`` and seeds the replay
-        buffer from ``dataset`` (``train()`` calls it when the run starts
-        from iteration 0).
+        """Restores the algorithm (not its optimizers' state) from
+        ``init_from`` and seeds the replay buffer from ``dataset``
+        (``train()`` calls it when the run starts from iteration 0).
 
         Returns:
             ``{'checkpoint': the prefix restored, 'seeded_steps': steps
@@ -119,11 +139,15 @@ class OfflineToOnlineTrainer(OffPolicyTrainer):
         Raises:
             CheckpointError: the checkpoint does not match the algorithm.
         """
+        # The algorithm tracks its optimizers: put their state back.
+        kept = [(v, v.numpy()) for v in _optimizer_state(self._algorithm)]
         restored = Checkpointer(
             self._init_dir, algorithm=self._algorithm
         ).restore()
         if restored is None:  # checked in __init__; moved away since
             raise CheckpointError("no checkpoint in %s" % self._init_dir)
+        for variable, value in kept:
+            variable.assign(value)
         print('alf_rl: initialized the algorithm from %s' % restored)
         steps = 0
         if self._seed_dataset is not None:

@@ -55,6 +55,10 @@ class _Snapshot(Callback):
     def on_training_start(self, iteration: int) -> None:
         self.weights = _values(self.trainer.algorithm)
         self.replay_size = int(self.trainer._replayer.buffer.total_size)
+        self.optimizer_steps = [
+            int(o.iterations.numpy())
+            for o, _ in self.trainer.algorithm.get_optimizer_and_variable_sets()
+        ]
 
 
 @pytest.fixture(scope='module')
@@ -99,6 +103,8 @@ def test_online_run_starts_from_the_offline_weights_and_dataset(
     for a, b in zip(snapshot.weights, offline_weights):
         np.testing.assert_array_equal(a, b)
     assert snapshot.replay_size == steps
+    # Not the offline optimizer's state: its 4 updates are not counted.
+    assert snapshot.optimizer_steps == [0]
     out = capsys.readouterr().out
     assert 'initialized the algorithm from %s' % offline_run[0] in out
     assert 'seeded the replay buffer with %d steps (4 episodes)' % steps in out
@@ -145,3 +151,47 @@ def test_refusals_are_one_line(offline_run, tmp_path):
             dataset=offline_run[1],
         )
     assert not os.path.exists(root)
+
+
+def test_gin_examples_offline_then_online(tmp_path):
+    """cql_dqn_cart_pole.gin offline, then cql_dqn_cart_pole_online.gin
+    from it with the bindings ``alf-train --init_from`` adds."""
+    from alf_rl.bin.train import train
+
+    data = str(tmp_path / 'data')
+    expert_dataset(data, 3, max_steps=30)
+    examples = os.path.join(
+        os.path.dirname(__file__), '..', '..', 'examples', 'offline'
+    )
+    offline = str(tmp_path / 'offline')
+    short = ['create_environment.max_episode_steps=20']
+    result = train(
+        offline,
+        [os.path.join(examples, 'cql_dqn_cart_pole.gin')],
+        short
+        + [
+            "OfflineTrainer.dataset='%s'" % data,
+            'TrainerConfig.num_iterations=2',
+            'TrainerConfig.num_eval_episodes=1',
+        ],
+    )
+    assert result['iterations'] == 2
+    result = train(
+        str(tmp_path / 'online'),
+        [os.path.join(examples, 'cql_dqn_cart_pole_online.gin')],
+        short
+        + [
+            'TrainerConfig.trainer=@OfflineToOnlineTrainer',
+            "OfflineToOnlineTrainer.init_from='%s'" % offline,
+            "OfflineToOnlineTrainer.dataset='%s'" % data,
+            'TrainerConfig.num_env_steps=0',
+            'TrainerConfig.num_iterations=2',
+            'TrainerConfig.unroll_length=8',
+            'TrainerConfig.num_updates_per_train_step=2',
+            'TrainerConfig.eval_interval=2',
+            'TrainerConfig.num_eval_episodes=1',
+        ],
+    )
+    assert result['iterations'] == 2
+    assert result['Metrics/EnvironmentSteps'] == 16
+    assert 1 <= result['eval/Metrics/AverageReturn'] <= 20
