@@ -23,7 +23,7 @@ import gin
 import tensorflow as tf
 
 from alf_rl.algorithms.off_policy_algorithm import OffPolicyAlgorithm
-from alf_rl.algorithms.policy_actions import DEFAULT_ACTOR_CTOR, policy_action
+from alf_rl.algorithms.policy_actions import DEFAULT_ACTOR_CTOR, ActorPolicy
 from alf_rl.data_structures import (
     LossInfo,
     PolicyStep,
@@ -64,7 +64,7 @@ def _inside_bounds(action: Nest, action_spec: Nest) -> Nest:
 
 
 @gin.configurable
-class BcAlgorithm(OffPolicyAlgorithm):
+class BcAlgorithm(ActorPolicy, OffPolicyAlgorithm):
     """Behaviour cloning from replayed (offline) experience.
 
     Args:
@@ -117,38 +117,6 @@ class BcAlgorithm(OffPolicyAlgorithm):
     def _policy(self, observation: Nest) -> Any:
         output, _ = self._actor_network(observation)
         return output
-
-    def predict(self, time_step: Any, state: Nest) -> PolicyStep:
-        """Greedy action: the deterministic output or the mode.
-
-        Args:
-            time_step: ``TimeStep`` with [B, ...] leaves.
-            state: ``()``.
-        Returns:
-            ``PolicyStep(action [B, ...], (), ())``.
-        """
-        return PolicyStep(
-            action=policy_action(
-                self._policy(time_step.observation), self.action_spec, True
-            ),
-            state=state,
-        )
-
-    def rollout(self, time_step: Any, state: Nest) -> PolicyStep:
-        """Action sampled from the policy (the deterministic output as is).
-
-        Args:
-            time_step: ``TimeStep`` with [B, ...] leaves.
-            state: ``()``.
-        Returns:
-            ``PolicyStep(action [B, ...], (), ())``.
-        """
-        return PolicyStep(
-            action=policy_action(
-                self._policy(time_step.observation), self.action_spec, False
-            ),
-            state=state,
-        )
 
     def train_step(self, exp: Any, state: Nest) -> PolicyStep:
         """The cloning loss of the dataset's action at this step.

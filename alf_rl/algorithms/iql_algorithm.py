@@ -30,7 +30,7 @@ import tensorflow as tf
 from alf_rl import specs as alf_specs
 from alf_rl.algorithms.config_checks import check_unit_interval
 from alf_rl.algorithms.off_policy_algorithm import OffPolicyAlgorithm
-from alf_rl.algorithms.policy_actions import DEFAULT_ACTOR_CTOR, policy_action
+from alf_rl.algorithms.policy_actions import DEFAULT_ACTOR_CTOR, ActorPolicy
 from alf_rl.data_structures import (
     LossInfo,
     PolicyStep,
@@ -120,7 +120,7 @@ def _build_critic(
 
 
 @gin.configurable
-class IqlAlgorithm(OffPolicyAlgorithm):
+class IqlAlgorithm(ActorPolicy, OffPolicyAlgorithm):
     """Implicit Q-Learning: expectile value, twin critics, advantage-
     weighted policy.
 
@@ -203,34 +203,6 @@ class IqlAlgorithm(OffPolicyAlgorithm):
             self._critic1.variables + self._critic2.variables,
             tau=tau,
             period=1,
-        )
-
-    def predict(self, time_step: Any, state: Nest) -> PolicyStep:
-        """Greedy action: the policy's mode.
-
-        Args:
-            time_step: ``TimeStep`` with [B, ...] leaves.
-            state: ``()``.
-        Returns:
-            ``PolicyStep(action [B, ...], (), ())``.
-        """
-        dist, _ = self._actor_network(time_step.observation)
-        return PolicyStep(
-            action=policy_action(dist, self.action_spec, True), state=state
-        )
-
-    def rollout(self, time_step: Any, state: Nest) -> PolicyStep:
-        """Action sampled from the policy (for online fine-tuning).
-
-        Args:
-            time_step: ``TimeStep`` with [B, ...] leaves.
-            state: ``()``.
-        Returns:
-            ``PolicyStep(action [B, ...], (), ())``.
-        """
-        dist, _ = self._actor_network(time_step.observation)
-        return PolicyStep(
-            action=policy_action(dist, self.action_spec, False), state=state
         )
 
     def _q(self, critic: Any, observation: Nest, action: Nest) -> tf.Tensor:

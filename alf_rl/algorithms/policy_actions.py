@@ -1,5 +1,6 @@
-"""What the offline algorithms' actors share: their default network and
-the action of ``predict`` (greedy) and ``rollout`` (sampled)."""
+"""What the offline algorithms' actors share: their default network, the
+action of ``predict`` (greedy) and ``rollout`` (sampled), and
+``ActorPolicy``, the two steps from one actor network."""
 
 import functools
 from typing import Any, Callable
@@ -7,6 +8,7 @@ from typing import Any, Callable
 import tensorflow as tf
 import tensorflow_probability as tfp
 
+from alf_rl.data_structures import PolicyStep
 from alf_rl.networks import ActorDistributionNetwork
 from alf_rl.ops import distributions as dist_ops
 from alf_rl.specs import cast_and_clip_to_spec
@@ -42,3 +44,42 @@ def policy_action(output: Nest, action_spec: Nest, greedy: bool) -> Nest:
             )
         )
     return cast_and_clip_to_spec(output, action_spec)
+
+
+class ActorPolicy(object):
+    """``predict`` (greedy) and ``rollout`` (sampled) from
+    ``self._actor_network``, for an ``RLAlgorithm`` whose policy is one
+    feed-forward actor: mix it in before the algorithm base."""
+
+    _actor_network: Any
+    action_spec: Nest
+
+    def predict(self, time_step: Any, state: Nest) -> PolicyStep:
+        """Greedy action: the mode (a deterministic actor's output as is).
+
+        Args:
+            time_step: ``TimeStep`` with [B, ...] leaves.
+            state: ``()``.
+        Returns:
+            ``PolicyStep(action [B, ...], (), ())``.
+        """
+        return self._act(time_step, state, True)
+
+    def rollout(self, time_step: Any, state: Nest) -> PolicyStep:
+        """Action sampled from the policy (a deterministic actor's output
+        as is).
+
+        Args:
+            time_step: ``TimeStep`` with [B, ...] leaves.
+            state: ``()``.
+        Returns:
+            ``PolicyStep(action [B, ...], (), ())``.
+        """
+        return self._act(time_step, state, False)
+
+    def _act(self, time_step: Any, state: Nest, greedy: bool) -> PolicyStep:
+        output, _ = self._actor_network(time_step.observation)
+        return PolicyStep(
+            action=policy_action(output, self.action_spec, greedy),
+            state=state,
+        )
