@@ -1,8 +1,9 @@
 """What the offline tests share (importable from tests/offline: pytest
 puts a test module's directory on ``sys.path``): CartPole datasets of a
-scripted expert and the ``TrainerConfig`` of a short run."""
+scripted expert, the ``TrainerConfig`` of a short run, and the learning
+tests' offline run on the expert's data."""
 
-from typing import Any, List
+from typing import Any, Dict, List
 
 import tensorflow as tf
 
@@ -13,7 +14,7 @@ from alf_rl.offline.collection import (
     collect_episodes,
     episode_return,
 )
-from alf_rl.trainers import TrainerConfig
+from alf_rl.trainers import OfflineTrainer, TrainerConfig
 
 #: The dataset's reference returns (CartPole-v1's random policy and 500).
 REFERENCES = {'random_return': 22.0, 'expert_return': 500.0}
@@ -73,3 +74,32 @@ def short_config(
     )
     settings.update(kwargs)
     return TrainerConfig(**settings)
+
+
+def train_on_expert(
+    tmp_path: Any, algorithm_ctor: Any, iterations: int, **settings: Any
+) -> Dict[str, Any]:
+    """Trains ``algorithm_ctor`` offline for ``iterations`` on 5 episodes
+    of the expert with epsilon 0.1 (all 500), evaluated greedily at the
+    end over 4 CartPole-v1 episodes; returns ``train()``'s result."""
+    path = str(tmp_path / 'expert')
+    expert_dataset(path, 5)
+    trainer = OfflineTrainer(
+        short_config(
+            str(tmp_path / 'run'),
+            iterations,
+            algorithm_ctor,
+            evaluate=True,
+            eval_interval=iterations,
+            num_eval_episodes=4,
+            summary_interval=100,
+            checkpoint_interval=iterations,
+            iterations_per_call='auto',
+            **settings,
+        ),
+        dataset=path,
+        eval_env=lambda s: create_environment('CartPole-v1', 4, seed=s),
+    )
+    result = trainer.train()
+    trainer.close()
+    return result

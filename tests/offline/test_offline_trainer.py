@@ -14,7 +14,7 @@ from alf_rl.algorithms import BcAlgorithm
 from alf_rl.environments.utils import create_environment
 from alf_rl.networks import ActorDistributionNetwork
 from alf_rl.trainers import OfflineTrainer, TrainerConfig
-from offline_helpers import expert_dataset, short_config
+from offline_helpers import expert_dataset, short_config, train_on_expert
 
 
 def _bc(observation_spec: Any, action_spec: Any) -> BcAlgorithm:
@@ -108,27 +108,9 @@ def test_offline_settings_are_refused_in_one_line(small, tmp_path):
 def test_bc_clones_the_cartpole_expert(tmp_path):
     """Learning test: BC on 5 episodes of an epsilon=0.1 scripted expert
     reaches a greedy return of 475 (CartPole's solved threshold)."""
-    path = str(tmp_path / 'expert')
-    returns = expert_dataset(path, 5)
-    assert np.mean(returns) > 300  # epsilon-perturbed, still good
-    trainer = OfflineTrainer(
-        _config(
-            str(tmp_path / 'bc'),
-            150,
-            evaluate=True,
-            eval_interval=150,
-            num_eval_episodes=4,
-            mini_batch_size=256,
-            num_updates_per_train_step=4,
-            summary_interval=100,
-            checkpoint_interval=150,
-            iterations_per_call='auto',
-        ),
-        dataset=path,
-        eval_env=lambda s: create_environment('CartPole-v1', 4, seed=s),
+    result = train_on_expert(
+        tmp_path, _bc, 150, mini_batch_size=256, num_updates_per_train_step=4
     )
-    result = trainer.train()
-    trainer.close()
     assert result['eval/Metrics/AverageReturn'] >= 475, result
 
 
