@@ -12,6 +12,7 @@ from alf_rl.algorithms.td3_algorithm import Td3Algorithm
 from alf_rl.algorithms.dqn_algorithm import DqnAlgorithm
 from alf_rl.algorithms.bc_algorithm import BcAlgorithm
 from alf_rl.algorithms.cql_algorithm import CqlSacAlgorithm
+from alf_rl.algorithms.cql_dqn_algorithm import CqlDqnAlgorithm
 from alf_rl.algorithms.iql_algorithm import IqlAlgorithm
 from alf_rl.algorithms.value_distributions import (
     CategoricalValues,

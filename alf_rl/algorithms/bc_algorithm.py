@@ -17,13 +17,13 @@ Every row of a sequence is trained (``last_row_only_bootstraps = False``),
 so ``mini_batch_length=1`` is allowed.
 """
 
-import functools
 from typing import Any, Callable, Optional
 
 import gin
 import tensorflow as tf
 
 from alf_rl.algorithms.off_policy_algorithm import OffPolicyAlgorithm
+from alf_rl.algorithms.policy_actions import DEFAULT_ACTOR_CTOR, ActorPolicy
 from alf_rl.data_structures import (
     LossInfo,
     PolicyStep,
@@ -33,8 +33,7 @@ from alf_rl.data_structures import (
 from alf_rl.networks import ActorDistributionNetwork
 from alf_rl.ops import distributions as dist_ops
 from alf_rl.ops.offline_losses import squared_action_error
-from alf_rl.specs import cast_and_clip_to_spec
-from alf_rl.utils.common import check_feed_forward, make_stateless_seed
+from alf_rl.utils.common import check_feed_forward
 from alf_rl.utils.nest import Nest
 
 BcInfo = namedtuple(
@@ -65,7 +64,7 @@ def _inside_bounds(action: Nest, action_spec: Nest) -> Nest:
 
 
 @gin.configurable
-class BcAlgorithm(OffPolicyAlgorithm):
+class BcAlgorithm(ActorPolicy, OffPolicyAlgorithm):
     """Behaviour cloning from replayed (offline) experience.
 
     Args:
@@ -90,9 +89,7 @@ class BcAlgorithm(OffPolicyAlgorithm):
         self,
         observation_spec: Nest,
         action_spec: Nest,
-        actor_network_ctor: Callable = functools.partial(
-            ActorDistributionNetwork, fc_layer_params=(256, 256)
-        ),
+        actor_network_ctor: Callable = DEFAULT_ACTOR_CTOR,
         optimizer: Optional[Any] = None,
         name: str = 'BcAlgorithm',
         **kwargs: Any,
@@ -120,40 +117,6 @@ class BcAlgorithm(OffPolicyAlgorithm):
     def _policy(self, observation: Nest) -> Any:
         output, _ = self._actor_network(observation)
         return output
-
-    def predict(self, time_step: Any, state: Nest) -> PolicyStep:
-        """Greedy action: the deterministic output or the mode.
-
-        Args:
-            time_step: ``TimeStep`` with [B, ...] leaves.
-            state: ``()``.
-        Returns:
-            ``PolicyStep(action [B, ...], (), ())``.
-        """
-        output = self._policy(time_step.observation)
-        if not self._deterministic:
-            output = dist_ops.mode(output)
-        return PolicyStep(
-            action=cast_and_clip_to_spec(output, self.action_spec), state=state
-        )
-
-    def rollout(self, time_step: Any, state: Nest) -> PolicyStep:
-        """Action sampled from the policy (the deterministic output as is).
-
-        Args:
-            time_step: ``TimeStep`` with [B, ...] leaves.
-            state: ``()``.
-        Returns:
-            ``PolicyStep(action [B, ...], (), ())``.
-        """
-        output = self._policy(time_step.observation)
-        if not self._deterministic:
-            output = dist_ops.sample_action_distribution(
-                output, seed=make_stateless_seed()
-            )
-        return PolicyStep(
-            action=cast_and_clip_to_spec(output, self.action_spec), state=state
-        )
 
     def train_step(self, exp: Any, state: Nest) -> PolicyStep:
         """The cloning loss of the dataset's action at this step.

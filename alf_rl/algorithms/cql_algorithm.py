@@ -36,7 +36,7 @@ from alf_rl.algorithms.sac_algorithm import SacAlgorithm, SacInfo, SacLossInfo
 from alf_rl.data_structures import LossInfo, PolicyStep, TrainingInfo
 from alf_rl.data_structures import namedtuple
 from alf_rl.ops import distributions as dist_ops
-from alf_rl.ops.offline_losses import cql_penalty
+from alf_rl.ops.offline_losses import cql_penalty, discrete_cql_penalty
 from alf_rl.utils.common import make_stateless_seed
 from alf_rl.utils.nest import Nest
 
@@ -165,13 +165,7 @@ class CqlSacAlgorithm(SacAlgorithm):
             for critic in critics:
                 q_all, _ = critic(exp.observation)  # [B, n]
                 q_data = tf.gather(q_all, index, axis=-1, batch_dims=1)
-                n = tf.cast(tf.shape(q_all)[-1], tf.float32)
-                q_t = tf.transpose(q_all)
-                result.append(
-                    cql_penalty(
-                        q_t, tf.fill(tf.shape(q_t), -tf.math.log(n)), q_data
-                    )
-                )
+                result.append(discrete_cql_penalty(q_all, q_data))
             return tuple(result)
         return self._continuous_penalties(exp, critics, spec)
 

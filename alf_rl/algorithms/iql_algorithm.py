@@ -30,6 +30,7 @@ import tensorflow as tf
 from alf_rl import specs as alf_specs
 from alf_rl.algorithms.config_checks import check_unit_interval
 from alf_rl.algorithms.off_policy_algorithm import OffPolicyAlgorithm
+from alf_rl.algorithms.policy_actions import DEFAULT_ACTOR_CTOR, ActorPolicy
 from alf_rl.data_structures import (
     LossInfo,
     PolicyStep,
@@ -37,7 +38,6 @@ from alf_rl.data_structures import (
     namedtuple,
 )
 from alf_rl.networks import (
-    ActorDistributionNetwork,
     CriticNetwork,
     QNetwork,
     ValueNetwork,
@@ -47,7 +47,7 @@ from alf_rl.ops import distributions as dist_ops
 from alf_rl.ops.masks import pad_last_row
 from alf_rl.ops.offline_losses import advantage_weights, expectile_loss
 from alf_rl.ops.td_targets import one_step_td_target
-from alf_rl.utils.common import check_feed_forward, make_stateless_seed
+from alf_rl.utils.common import check_feed_forward
 from alf_rl.utils.nest import Nest
 
 IqlInfo = namedtuple(
@@ -120,7 +120,7 @@ def _build_critic(
 
 
 @gin.configurable
-class IqlAlgorithm(OffPolicyAlgorithm):
+class IqlAlgorithm(ActorPolicy, OffPolicyAlgorithm):
     """Implicit Q-Learning: expectile value, twin critics, advantage-
     weighted policy.
 
@@ -151,9 +151,7 @@ class IqlAlgorithm(OffPolicyAlgorithm):
         self,
         observation_spec: Nest,
         action_spec: Nest,
-        actor_network_ctor: Callable = functools.partial(
-            ActorDistributionNetwork, fc_layer_params=(256, 256)
-        ),
+        actor_network_ctor: Callable = DEFAULT_ACTOR_CTOR,
         critic_network_ctor: Optional[Callable] = None,
         value_network_ctor: Callable = functools.partial(
             ValueNetwork, fc_layer_params=(256, 256)
@@ -206,38 +204,6 @@ class IqlAlgorithm(OffPolicyAlgorithm):
             tau=tau,
             period=1,
         )
-
-    def _action_out(self, output: Nest) -> Nest:
-        return alf_specs.cast_and_clip_to_spec(output, self.action_spec)
-
-    def predict(self, time_step: Any, state: Nest) -> PolicyStep:
-        """Greedy action: the policy's mode.
-
-        Args:
-            time_step: ``TimeStep`` with [B, ...] leaves.
-            state: ``()``.
-        Returns:
-            ``PolicyStep(action [B, ...], (), ())``.
-        """
-        dist, _ = self._actor_network(time_step.observation)
-        return PolicyStep(
-            action=self._action_out(dist_ops.mode(dist)), state=state
-        )
-
-    def rollout(self, time_step: Any, state: Nest) -> PolicyStep:
-        """Action sampled from the policy (for online fine-tuning).
-
-        Args:
-            time_step: ``TimeStep`` with [B, ...] leaves.
-            state: ``()``.
-        Returns:
-            ``PolicyStep(action [B, ...], (), ())``.
-        """
-        dist, _ = self._actor_network(time_step.observation)
-        action = dist_ops.sample_action_distribution(
-            dist, seed=make_stateless_seed()
-        )
-        return PolicyStep(action=self._action_out(action), state=state)
 
     def _q(self, critic: Any, observation: Nest, action: Nest) -> tf.Tensor:
         """[B] Q of ``action`` at ``observation``."""

@@ -5,6 +5,7 @@ Usage::
     alf-collect --root_dir RUN --episodes N --out DATASET
                 [--epsilon E | --noise S | --random]
                 [--reference_episodes K]
+    alf-collect --root_dir RUN --from_replay --out DATASET
 
 Loads ``RUN/config.gin`` and the newest checkpoint in ``RUN/ckpt`` (as
 ``alf-play`` does), plays ``--episodes`` episodes with the greedy policy
@@ -17,6 +18,12 @@ environment, the policy, the mean return of the collected episodes
 and ``expert_return``: given with ``--random_return``/``--expert_return``,
 or measured over ``--reference_episodes`` episodes of a uniformly random
 policy and of the run's greedy policy.
+
+With ``--from_replay`` nothing is played: the replay buffer of the run's
+newest checkpoint (an off-policy run's) is written as episodes
+(``alf_rl.offline.replay_export``): the run's whole replay stream when its
+``replay_buffer_capacity`` held every step, e.g. a ``medium-replay``
+dataset from a checkpoint at medium performance.
 """
 
 from typing import Any, List, Optional, Sequence
@@ -65,6 +72,11 @@ def _define_flags():
         'random_seed', 0, 'Seed of the environment and of the perturbations.'
     )
     flags.DEFINE_multi_string('gin_param', None, 'Extra gin bindings.')
+    flags.DEFINE_bool(
+        'from_replay',
+        False,
+        "Write the replay buffer of the run's newest checkpoint instead.",
+    )
 
 
 def _exploration(
@@ -200,6 +212,12 @@ def _main(argv):
         raise app.UsageError('unexpected arguments: %s' % argv[1:])
     if not FLAGS.root_dir or not FLAGS.out:
         raise app.UsageError('--root_dir and --out are required')
+    if FLAGS.from_replay:
+        from alf_rl.runs.replay_dataset import collect_replay
+
+        run_command('alf-collect', lambda: collect_replay(
+            FLAGS.root_dir, FLAGS.out, FLAGS.gin_param or ()))
+        return
     run_command(
         'alf-collect',
         lambda: collect(

@@ -5,6 +5,7 @@ Usage::
     alf-train --gin_file examples/ac_cart_pole.gin --root_dir DIR \
         [--gin_param 'TrainerConfig.num_iterations=200'] \
         [--module_path DIR_OF_MY_MODULES] [--fresh_start | --from_checkpoint N]
+        [--init_from OTHER_RUN_DIR]
     alf-train --example ppo_cart_pole --root_dir DIR
 
 ``--example NAME`` is a gin file shipped with alf_rl (``examples/NAME.gin``
@@ -18,7 +19,9 @@ checkpoints are on disk but none is usable, the run refuses to start.
 Rescues (see the flags; said in one line, nothing deleted; rerun without
 them to resume): ``--from_checkpoint N``, ``--fresh_start``. Outputs:
 ``DIR/train``, ``DIR/eval``
-(TensorBoard), ``DIR/ckpt``, ``DIR/config.gin``.
+(TensorBoard), ``DIR/ckpt``, ``DIR/config.gin``. ``--init_from`` starts a
+new run from another run's weights (``OfflineToOnlineTrainer``, e.g. an
+offline run continued online).
 
 One run at a time per ``DIR``: a second ``alf-train`` on it stops at once,
 naming the pid and host of the first (``DIR/.alf_rl.lock``, an ``flock``
@@ -53,7 +56,7 @@ directory given with ``--module_path`` (searched first, like
 """
 
 import sys
-from typing import Any, Dict, NoReturn, Optional, Sequence
+from typing import Any, Dict, List, NoReturn, Optional, Sequence
 
 from absl import app, flags
 
@@ -100,6 +103,11 @@ def _define_flags():
         'xla_cache', None,
         'Directory of the persistent cache of XLA executables, or off '
         '(default: $ALF_RL_XLA_CACHE, else ~/.cache/alf_rl/xla).')
+    flags.DEFINE_string(
+        'init_from', None,
+        'Start this (online, off-policy) run from the weights of the newest '
+        'checkpoint of another run, e.g. an offline one: binds '
+        'TrainerConfig.trainer=@OfflineToOnlineTrainer (docs/offline.md).')
 
 
 def train(root_dir: str, gin_files: Sequence[str] = (),
@@ -155,6 +163,15 @@ def train(root_dir: str, gin_files: Sequence[str] = (),
         trainer.close()
 
 
+def _gin_params() -> List[str]:
+    """The ``--gin_param`` bindings and those ``--init_from`` stands for."""
+    params = list(FLAGS.gin_param or [])
+    if FLAGS.init_from:
+        params += ['TrainerConfig.trainer=@OfflineToOnlineTrainer',
+                   'OfflineToOnlineTrainer.init_from=%r' % FLAGS.init_from]
+    return params
+
+
 def _rerun() -> str:
     """How to resume: without a rescue flag (it would act again)."""
     rescue = ('--fresh_start' if FLAGS.fresh_start else '--from_checkpoint'
@@ -188,7 +205,7 @@ def _check_before_tensorflow():
     try:
         gin_files = gin_files_with_examples(FLAGS.gin_file or (),
                                             FLAGS.example or ())
-        check_gin_syntax(gin_files, FLAGS.gin_param)
+        check_gin_syntax(gin_files, _gin_params())
         add_module_paths(FLAGS.module_path or ())
         return gin_files, RunDirLock(FLAGS.root_dir).acquire()
     except (ValueError, RunDirError) as e:
@@ -208,7 +225,7 @@ def _main(argv):
     from alf_rl.trainers.errors import TrainingError
     stop_on_first_signal(_rerun)
     try:
-        result = train(FLAGS.root_dir, gin_files, FLAGS.gin_param,
+        result = train(FLAGS.root_dir, gin_files, _gin_params(),
                        FLAGS.module_path or (), FLAGS.fresh_start,
                        FLAGS.from_checkpoint)
     except TrainingError as e:

@@ -87,3 +87,23 @@ def cql_penalty(
         q_sampled_t - log_density_t, axis=0
     ) - tf.math.log(n)
     return soft_max - q_data_t
+
+
+def discrete_cql_penalty(q_t: tf.Tensor, q_data_t: tf.Tensor) -> tf.Tensor:
+    """The conservative penalty of CQL(H) for discrete actions (Kumar et
+    al. 2020, eq. 4, the log-sum-exp exact over the A actions):
+
+        penalty(s, a) = log sum_a' exp Q(s, a') - Q(s, a_data)
+
+    ``cql_penalty`` with every action sampled once under the uniform
+    proposal (``log mu = -log A``) is the same number.
+
+    Args:
+        q_t: [B, A] float32 Q values of every action.
+        q_data_t: [B] float32 Q values of the dataset's actions.
+
+    Returns:
+        [B] float32 penalties (>= 0 when ``q_data_t`` is a column of
+        ``q_t``).
+    """
+    return tf.reduce_logsumexp(q_t, axis=-1) - q_data_t

@@ -15,3 +15,4 @@ from alf_rl.trainers.off_policy_trainer import OffPolicyTrainer
 from alf_rl.trainers.async_trainer import AsyncOffPolicyTrainer
 from alf_rl.trainers.choice import TRAINER_OF_KIND, create_trainer
 from alf_rl.trainers.offline_trainer import OfflineTrainer
+from alf_rl.trainers.offline_to_online import OfflineToOnlineTrainer

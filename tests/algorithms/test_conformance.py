@@ -90,7 +90,8 @@ from alf_rl.networks import EnsembleNetwork
 from alf_rl.algorithms import (DecodingAlgorithm, MemoryBasedPredictor,
                                MemoryWithUsage, MerlinAlgorithm,
                                VariationalAutoEncoder)
-from alf_rl.algorithms import BcAlgorithm, CqlSacAlgorithm, IqlAlgorithm
+from alf_rl.algorithms import (BcAlgorithm, CqlDqnAlgorithm, CqlSacAlgorithm,
+                               IqlAlgorithm)
 from alf_rl.data_structures import (LossInfo, StepType, TrainingInfo,
                                     namedtuple)
 from alf_rl.drivers import OnPolicyDriver
@@ -307,6 +308,13 @@ def _r2d2(obs, act):
                        use_rollout_state=True, burn_in_steps=1,
                        value_distribution=ScalarValues(value_rescaling=True),
                        sequence_priority_eta=0.9)
+    return alg, {'all': opt}
+
+
+def _cql_dqn(obs, act):
+    opt = _adam()
+    alg = CqlDqnAlgorithm(obs, act, cql_alpha=0.5, q_network_ctor=_q(),
+                          optimizer=opt, target_update_period=1, tau=0.5)
     return alg, {'all': opt}
 
 
@@ -557,6 +565,7 @@ CASES = [
     Case('dqn', DqnAlgorithm, _dqn, 'replay', target_networks=1),
     # Sequences of 4 from the stored LSTM state: 1 burn-in row, 3 trained.
     Case('r2d2', DqnAlgorithm, _r2d2, 'replay', target_networks=1),
+    Case('cql_dqn', CqlDqnAlgorithm, _cql_dqn, 'replay', target_networks=1),
     # The value family: C51 with Rainbow's dueling noisy streams (noise
     # redrawn every rollout and update), QR-DQN, IQN (fractions drawn per
     # call).

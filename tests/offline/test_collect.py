@@ -85,3 +85,41 @@ def test_collect_random_appends_and_refuses_two_modes(run, tmp_path):
     with pytest.raises(ValueError, match='--noise needs continuous actions'):
         collect(run, out, episodes=1, noise=0.1, max_episode_steps=10)
     gin.clear_config()
+
+
+def test_from_replay_writes_the_runs_replay_stream(tmp_path):
+    from alf_rl.runs.replay_dataset import collect_replay
+
+    root = str(tmp_path / 'dqn')
+    result = train(
+        root,
+        [os.path.join(os.path.dirname(EXAMPLE), 'dqn_cart_pole.gin')],
+        [
+            'TrainerConfig.num_env_steps=0',
+            'TrainerConfig.num_iterations=2',
+            'TrainerConfig.initial_collect_steps=40',
+            'TrainerConfig.unroll_length=30',
+            'TrainerConfig.num_updates_per_train_step=1',
+            'TrainerConfig.replay_buffer_capacity=1000',
+            'TrainerConfig.evaluate=False',
+            'TrainerConfig.jit_compile=False',
+        ],
+    )
+    gin.clear_config()
+    steps = collect_replay(root, str(tmp_path / 'replay'))
+    gin.clear_config()
+    ds = Dataset(str(tmp_path / 'replay'))
+    # Every step the run took, from its first reset on.
+    assert steps == ds.num_steps == 40 + 2 * 30
+    assert ds.metadata['policy'] == 'replay'
+    episodes = list(ds.episodes())
+    ended = [e for e in episodes if e.step_type[-1] == StepType.LAST]
+    assert len(ended) == result['Metrics/NumberOfEpisodes']
+    for e in episodes:
+        assert e.step_type[0] == StepType.FIRST
+        assert set(e.step_type[1:-1]) <= {StepType.MID}
+        np.testing.assert_array_equal(e.prev_action[1:], e.action[:-1])
+    # CartPole: reward 1 per step after FIRST.
+    np.testing.assert_allclose(
+        ds.episode_returns(), [len(e.step_type) - 1 for e in episodes]
+    )

@@ -13,46 +13,8 @@ import tensorflow as tf
 from alf_rl.algorithms import BcAlgorithm
 from alf_rl.environments.utils import create_environment
 from alf_rl.networks import ActorDistributionNetwork
-from alf_rl.offline import DatasetWriter
-from alf_rl.offline.collection import (
-    Exploration,
-    collect_episodes,
-    episode_return,
-)
 from alf_rl.trainers import OfflineTrainer, TrainerConfig
-
-
-def expert_policy(time_step: Any, state: Any) -> Any:
-    """CartPole's scripted expert: push towards 3 theta + theta_dot (500
-    in every episode we measured)."""
-    obs = time_step.observation
-    action = tf.cast(3.0 * obs[:, 2] + obs[:, 3] > 0, tf.int64)
-    return action, state
-
-
-def _dataset(path: str, episodes: int, max_steps: int = 0) -> List[float]:
-    env = create_environment(
-        'CartPole-v1', 1, seed=3, max_episode_steps=max_steps or None
-    )
-    recorded = collect_episodes(
-        env,
-        expert_policy,
-        lambda b: (),
-        episodes,
-        Exploration('epsilon', 0.1),
-        seed=3,
-    )
-    env.close()
-    writer = DatasetWriter(
-        path,
-        env.observation_spec(),
-        env.action_spec(),
-        {'random_return': 22.0, 'expert_return': 500.0},
-    )
-    for e in recorded:
-        writer.add_episode(e)
-    writer.flush()
-    return [episode_return(e) for e in recorded]
+from offline_helpers import expert_dataset, short_config, train_on_expert
 
 
 def _bc(observation_spec: Any, action_spec: Any) -> BcAlgorithm:
@@ -67,20 +29,7 @@ def _bc(observation_spec: Any, action_spec: Any) -> BcAlgorithm:
 
 
 def _config(root: str, iterations: int, **kwargs: Any) -> TrainerConfig:
-    settings = dict(
-        root_dir=root,
-        algorithm_ctor=_bc,
-        num_iterations=iterations,
-        random_seed=1,
-        mini_batch_size=32,
-        mini_batch_length=2,
-        num_updates_per_train_step=2,
-        checkpoint_interval=2,
-        summary_interval=1,
-        iterations_per_call=1,
-    )
-    settings.update(kwargs)
-    return TrainerConfig(**settings)
+    return short_config(root, iterations, _bc, **kwargs)
 
 
 def _eval_env(seed: int) -> Any:
@@ -92,7 +41,7 @@ def _eval_env(seed: int) -> Any:
 @pytest.fixture(scope='module')
 def small(tmp_path_factory):
     path = str(tmp_path_factory.mktemp('offline') / 'data')
-    _dataset(path, 6, max_steps=40)
+    expert_dataset(path, 6, max_steps=40)
     return path
 
 
@@ -159,27 +108,9 @@ def test_offline_settings_are_refused_in_one_line(small, tmp_path):
 def test_bc_clones_the_cartpole_expert(tmp_path):
     """Learning test: BC on 5 episodes of an epsilon=0.1 scripted expert
     reaches a greedy return of 475 (CartPole's solved threshold)."""
-    path = str(tmp_path / 'expert')
-    returns = _dataset(path, 5)
-    assert np.mean(returns) > 300  # epsilon-perturbed, still good
-    trainer = OfflineTrainer(
-        _config(
-            str(tmp_path / 'bc'),
-            150,
-            evaluate=True,
-            eval_interval=150,
-            num_eval_episodes=4,
-            mini_batch_size=256,
-            num_updates_per_train_step=4,
-            summary_interval=100,
-            checkpoint_interval=150,
-            iterations_per_call='auto',
-        ),
-        dataset=path,
-        eval_env=lambda s: create_environment('CartPole-v1', 4, seed=s),
+    result = train_on_expert(
+        tmp_path, _bc, 150, mini_batch_size=256, num_updates_per_train_step=4
     )
-    result = trainer.train()
-    trainer.close()
     assert result['eval/Metrics/AverageReturn'] >= 475, result
 
 
