@@ -38,7 +38,7 @@ install: $(VENV)/bin/python
 	$(QUIET_BUILD) $(VENV)/bin/pip install -q -e .
 
 install-test: $(VENV)/bin/python
-	$(QUIET_BUILD) $(VENV)/bin/pip install -q -e '.[test,dist,export,atari,onnx,docs,wandb,mlflow]'
+	$(QUIET_BUILD) $(VENV)/bin/pip install -q -e '.[test,dist,export,atari,onnx,docs,wandb,mlflow,offline]'
 	$(VENV)/bin/pip install -q --no-deps minatar==1.0.15
 
 train: install

@@ -215,8 +215,12 @@ def _main(argv):
     if FLAGS.from_replay:
         from alf_rl.runs.replay_dataset import collect_replay
 
-        run_command('alf-collect', lambda: collect_replay(
-            FLAGS.root_dir, FLAGS.out, FLAGS.gin_param or ()))
+        run_command(
+            'alf-collect',
+            lambda: collect_replay(
+                FLAGS.root_dir, FLAGS.out, FLAGS.gin_param or ()
+            ),
+        )
         return
     run_command(
         'alf-collect',
