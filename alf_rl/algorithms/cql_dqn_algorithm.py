@@ -107,7 +107,7 @@ class CqlDqnAlgorithm(DqnAlgorithm):
         Returns:
             ``PolicyStep(action [B] greedy, (), CqlDqnInfo)``.
         """
-        return self._with_penalty(super().train_step(exp, state), exp)
+        return self._with_penalty(super().train_step(exp, state), exp, state)
 
     def first_train_step(self, exp: Any, state: Nest) -> PolicyStep:
         """``DqnAlgorithm.first_train_step`` (no target network) and the
@@ -115,7 +115,9 @@ class CqlDqnAlgorithm(DqnAlgorithm):
 
         Args/returns: as ``train_step``.
         """
-        return self._with_penalty(super().first_train_step(exp, state), exp)
+        return self._with_penalty(
+            super().first_train_step(exp, state), exp, state
+        )
 
     def bootstrap_step(self, exp: Any, state: Nest) -> PolicyStep:
         """``DqnAlgorithm.bootstrap_step`` with a zero penalty (the last
@@ -127,10 +129,16 @@ class CqlDqnAlgorithm(DqnAlgorithm):
         zeros = tf.zeros_like(step.info.target_value)
         return step._replace(info=CqlDqnInfo(*step.info, cql_penalty=zeros))
 
-    def _with_penalty(self, step: PolicyStep, exp: Experience) -> PolicyStep:
+    def _with_penalty(
+        self, step: PolicyStep, exp: Experience, state: Nest
+    ) -> PolicyStep:
         """``step`` with the penalty of the Q values at
-        ``exp.observation`` and its ``q_value`` (the taken action's)."""
-        q_all = self._outputs(self._q_network, exp.observation, 'train').q
+        ``exp.observation`` (from the Q network's ``state``, that of the
+        step) and its ``q_value`` (the taken action's)."""
+        out, _ = self._outputs(
+            self._q_network, exp.observation, 'train', state
+        )
+        q_all = out.q
         penalty = discrete_cql_penalty(q_all, step.info.q_value)
         return step._replace(info=CqlDqnInfo(*step.info, cql_penalty=penalty))
 
