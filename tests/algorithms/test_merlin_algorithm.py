@@ -32,7 +32,7 @@ from small_algorithms import small_actor_critic
 Z, N, K = 4, 6, 2
 
 
-def _predictor(observation_spec, action_spec):
+def _predictor(observation_spec, action_spec, **kwargs):
     return MemoryBasedPredictor(
         observation_spec,
         action_spec,
@@ -40,6 +40,7 @@ def _predictor(observation_spec, action_spec):
         memory_size=N,
         num_read_keys=K,
         lstm_size=(8,),
+        **kwargs,
     )
 
 
@@ -47,13 +48,14 @@ def _predictor(observation_spec, action_spec):
 _a2c = small_actor_critic
 
 
-def _merlin(observation_spec, action_spec):
+def _merlin(observation_spec, action_spec, **kwargs):
     return MerlinAlgorithm(
         observation_spec,
         action_spec,
         predictor_ctor=_predictor,
         rl_algorithm_ctor=_a2c,
         optimizer=tf_keras.optimizers.Adam(1e-3),
+        **kwargs,
     )
 
 
@@ -228,13 +230,8 @@ def test_resumed_run_equals_straight_run_with_memory_in_driver_state(tmp_path):
 
 def test_policy_reads_train_only_their_keys():
     env = _env()
-    alg = MerlinAlgorithm(
-        env.observation_spec(),
-        env.action_spec(),
-        predictor_ctor=_predictor,
-        rl_algorithm_ctor=_a2c,
-        num_policy_read_keys=3,
-        optimizer=tf_keras.optimizers.Adam(1e-3),
+    alg = _merlin(
+        env.observation_spec(), env.action_spec(), num_policy_read_keys=3
     )
     # The policy sees [z_t, m_t, m~_t]: Z + K * Z + 3 * Z.
     assert alg.rl_algorithm.observation_spec.shape == (Z + K * Z + 3 * Z,)
@@ -268,25 +265,15 @@ def test_policy_reads_train_only_their_keys():
         np.testing.assert_allclose(ratio, ratio[:, :1] + 0 * ratio, rtol=1e-4)
         assert np.all((ratio > 0) & (ratio < 1))
     with pytest.raises(ValueError, match='num_policy_read_keys must be >= 0'):
-        MerlinAlgorithm(
-            env.observation_spec(),
-            env.action_spec(),
-            predictor_ctor=_predictor,
-            rl_algorithm_ctor=_a2c,
-            num_policy_read_keys=-1,
+        _merlin(
+            env.observation_spec(), env.action_spec(), num_policy_read_keys=-1
         )
 
 
 def test_action_in_prior_changes_the_prior():
     env = _env()
-    predictor = MemoryBasedPredictor(
-        env.observation_spec(),
-        env.action_spec(),
-        z_dim=Z,
-        memory_size=N,
-        num_read_keys=K,
-        lstm_size=(8,),
-        use_action_in_prior=True,
+    predictor = _predictor(
+        env.observation_spec(), env.action_spec(), use_action_in_prior=True
     )
     hidden = tf.ones([2, 8])
     read = tf.ones([2, K * Z])
