@@ -14,19 +14,23 @@ def small_actor_critic(
     action_spec,
     optimizer=None,
     algorithm_class=ActorCriticAlgorithm,
+    fc_layer_params=(8,),
+    **kwargs,
 ):
-    """An A2C with (8,) actor and value networks and Adam(1e-3) (or
-    ``optimizer``); ``algorithm_class`` for a subclass under test."""
+    """An A2C with (8,) (or ``fc_layer_params``) actor and value networks
+    and Adam(1e-3) (or ``optimizer``); ``algorithm_class`` for a subclass
+    under test, ``kwargs`` (e.g. ``loss``) passed to it."""
     return algorithm_class(
         observation_spec,
         action_spec,
         actor_network_ctor=functools.partial(
-            ActorDistributionNetwork, fc_layer_params=(8,)
+            ActorDistributionNetwork, fc_layer_params=fc_layer_params
         ),
         value_network_ctor=functools.partial(
-            ValueNetwork, fc_layer_params=(8,)
+            ValueNetwork, fc_layer_params=fc_layer_params
         ),
         optimizer=optimizer or tf_keras.optimizers.Adam(1e-3),
+        **kwargs,
     )
 
 

@@ -47,22 +47,52 @@ def flat_vector_size(spec: Any, what: str, owner: str) -> int:
     return int(spec.shape[0])
 
 
-@gin.configurable
-class DynamicsLearningAlgorithm(Algorithm):
-    """An ensemble model of ``s_{t+1} - s_t`` given ``(s_t, a_t)``.
+class TransitionModelAlgorithm(Algorithm):
+    """A model over ``(s_t, a_t)`` pairs of float vectors (what the
+    dynamics and reward models share): checks the specs and joins the two.
 
     Args:
         observation_spec: spec of one observation, a float vector [d].
         action_spec: spec of one action, a float vector [A].
+        optimizer: optional ``tf_keras`` optimizer (else its owner's).
+        name: module name.
+
+    Raises:
+        ValueError: a spec that is not a float vector.
+    """
+
+    def __init__(
+        self,
+        observation_spec: Any,
+        action_spec: Any,
+        optimizer: Optional[Any],
+        name: str,
+    ):
+        obs_size = flat_vector_size(observation_spec, 'observation_spec', name)
+        action_size = flat_vector_size(action_spec, 'action_spec', name)
+        super().__init__(optimizer=optimizer, name=name)
+        self.observation_size = obs_size
+        self.input_size = obs_size + action_size
+
+    @staticmethod
+    def joint(observation: tf.Tensor, action: tf.Tensor) -> tf.Tensor:
+        """``[..., d + A]`` float32: the observation and the action."""
+        return tf.concat([observation, tf.cast(action, tf.float32)], -1)
+
+
+@gin.configurable
+class DynamicsLearningAlgorithm(TransitionModelAlgorithm):
+    """An ensemble model of ``s_{t+1} - s_t`` given ``(s_t, a_t)``.
+
+    Args:
+        observation_spec: see ``TransitionModelAlgorithm``.
+        action_spec: see ``TransitionModelAlgorithm``.
         ensemble_ctor: ``(input_size, output_size) -> EnsembleNetwork``.
         log_var_bound_weight: weight of ``EnsembleNetwork``'s
             ``log_var_bound_penalty`` in ``bound_penalty`` (PETS: 0.01).
         optimizer: optional ``tf_keras`` optimizer of the ensemble (else
             its owner's).
         name: module name.
-
-    Raises:
-        ValueError: a spec that is not a float vector.
     """
 
     def __init__(
@@ -74,12 +104,10 @@ class DynamicsLearningAlgorithm(Algorithm):
         optimizer: Optional[Any] = None,
         name: str = 'DynamicsLearningAlgorithm',
     ):
-        obs_size = flat_vector_size(observation_spec, 'observation_spec', name)
-        action_size = flat_vector_size(action_spec, 'action_spec', name)
-        super().__init__(optimizer=optimizer, name=name)
-        self._ensemble = ensemble_ctor(obs_size + action_size, obs_size)
+        super().__init__(observation_spec, action_spec, optimizer, name)
+        self._ensemble = ensemble_ctor(self.input_size, self.observation_size)
         self._normalizer = StreamingMeanVarNormalizer(
-            tf.TensorSpec([obs_size + action_size], tf.float32),
+            tf.TensorSpec([self.input_size], tf.float32),
             name='input_normalizer',
         )
         self._log_var_bound_weight = float(log_var_bound_weight)
@@ -91,7 +119,7 @@ class DynamicsLearningAlgorithm(Algorithm):
 
     def _inputs(self, observation: tf.Tensor, action: tf.Tensor) -> tf.Tensor:
         """``[..., d + A]`` normalized network inputs."""
-        joint = tf.concat([observation, tf.cast(action, tf.float32)], -1)
+        joint = self.joint(observation, action)
         rank = joint.shape.rank - 1
         return self._normalizer.normalize(joint, outer_rank=rank)
 
@@ -104,8 +132,7 @@ class DynamicsLearningAlgorithm(Algorithm):
             observation: [N, d].
             action: [N, A].
         """
-        joint = tf.concat([observation, tf.cast(action, tf.float32)], -1)
-        self._normalizer.update(joint, outer_rank=1)
+        self._normalizer.update(self.joint(observation, action), outer_rank=1)
 
     def predict_next(
         self,

@@ -180,6 +180,11 @@ class MbrlAlgorithm(OffPolicyAlgorithm):
             random_action,
             lambda: self._plan(observation),
         )
+        # The static batch size, lost by the dynamic shapes above: an
+        # in-graph environment's step keeps it across a while_loop.
+        action = tf.ensure_shape(
+            action, observation.shape[:1].concatenate(self._low.shape)
+        )
         return PolicyStep(action=action, state=())
 
     def train_step(self, exp: Any, state: Nest) -> PolicyStep:

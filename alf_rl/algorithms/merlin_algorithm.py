@@ -6,7 +6,9 @@ and a policy that reads its latent and its memory (ALF's
 ``MemoryBasedPredictor`` (MBP), one step t:
 
 1. prior ``p(z_t) = N(mu_p, exp(log_var_p))`` from ``(h_{t-1},
-   m_{t-1})``, the LSTM's last output and the previous memory read;
+   m_{t-1})``, the LSTM's last output and the previous memory read (and
+   ``a_{t-1}`` with ``use_action_in_prior``: the action just taken, so
+   that the prior can predict the reward it earns);
 2. posterior ``q(z_t)`` from the encoded ``(o_t, a_{t-1}, r_t)``, a
    residual over the prior (``VariationalAutoEncoder``); ``z_t`` sampled;
 3. ``h_t = LSTM([z_t, a_{t-1}, m_{t-1}], h_{t-1})``; K read keys and
@@ -19,12 +21,16 @@ and a policy that reads its latent and its memory (ALF's
 The policy is any on-policy RL algorithm of the library (default
 ``ActorCriticAlgorithm``) whose observation is ``[z_t, m_t]``, with the
 gradient stopped: as in the paper, the policy's loss does not train the
-predictor. Its state (the LSTM state, the previous read, the memory) travels
-with the policy state, carried by the drivers and reset at FIRST steps.
+predictor. With ``num_policy_read_keys`` Kp > 0 the policy also reads the
+memory (after the write of ``z_t``) with Kp keys of its own, generated
+from ``[z_t, m_t]`` by a layer that the policy's loss trains (the paper's
+policy reads): its observation is then ``[z_t, m_t, m~_t]``. Its state
+(the LSTM state, the previous read, the memory) travels with the policy
+state, carried by the drivers and reset at FIRST steps.
 
 Simplifications against the paper (as ALF's): no retroactive memory
-update, no return prediction in the decoder, the policy reads only
-``[z_t, m_t]`` (no policy-side memory reads of its own), one LSTM layer's
+update, no return prediction in the decoder, the policy has no recurrent
+core of its own (its reads come from ``[z_t, m_t]``), one LSTM layer's
 output for the prior and the keys.
 """
 
@@ -201,6 +207,8 @@ class MemoryBasedPredictor(Algorithm):
         lstm_size: units of the LSTM layer(s).
         usage_decay: the memory's usage decay in (0, 1].
         beta: weight of the KL term.
+        use_action_in_prior: the prior also sees ``a_{t-1}`` (else only
+            ``(h_{t-1}, m_{t-1})``, whose LSTM input stops at ``a_{t-2}``).
         encoding_network_ctor: ``(input_tensor_spec=) -> Network`` encoding
             ``(o_t, a_{t-1}, r_t)`` to [B, F] for the posterior.
         decoder_ctor: ``(input_tensor_spec=, last_layer_size=) -> Network``
@@ -223,6 +231,7 @@ class MemoryBasedPredictor(Algorithm):
         lstm_size: Union[int, Sequence[int]] = (64,),
         usage_decay: float = 1.0,
         beta: float = 1.0,
+        use_action_in_prior: bool = False,
         encoding_network_ctor: Callable[..., Any] = _mlp,
         decoder_ctor: Callable[..., Any] = _mlp,
         optimizer: Optional[Any] = None,
@@ -239,9 +248,7 @@ class MemoryBasedPredictor(Algorithm):
         hidden = tf.TensorSpec([rnn.output_size], tf.float32)
         super().__init__(
             train_state_spec=MBPState(
-                read=read,
-                rnn=rnn.state_spec,
-                memory=memory.state_spec,
+                read=read, rnn=rnn.state_spec, memory=memory.state_spec
             ),
             optimizer=optimizer,
             name=name,
@@ -251,12 +258,15 @@ class MemoryBasedPredictor(Algorithm):
         self._num_actions = num_actions
         self._rnn = rnn
         self._memory = memory
-        reward = tf.TensorSpec([1], tf.float32)
+        self._use_action_in_prior = bool(use_action_in_prior)
+        prior_input: Tuple[Any, ...] = (hidden, read)
+        if self._use_action_in_prior:
+            prior_input += (action_input,)
         self._vae = VariationalAutoEncoder(
-            (observation_spec, action_input, reward),
+            (observation_spec, action_input, tf.TensorSpec([1], tf.float32)),
             z_dim,
             encoding_network_ctor=encoding_network_ctor,
-            prior_input_spec=(hidden, read),
+            prior_input_spec=prior_input,
             prior_network_ctor=functools.partial(_mlp, name='prior_network'),
             beta=beta,
         )
@@ -296,6 +306,13 @@ class MemoryBasedPredictor(Algorithm):
         """The memory (its contents are the state's ``memory``)."""
         return self._memory
 
+    @property
+    def vae(self) -> VariationalAutoEncoder:
+        """The posterior and prior over ``z_t`` (``vae.prior`` takes
+        ``(h_{t-1}, m_{t-1})``, plus the one-hot or continuous ``a_{t-1}``
+        with ``use_action_in_prior``)."""
+        return self._vae
+
     def _action_input(self, action: tf.Tensor) -> tf.Tensor:
         """[B, A] float32: one-hot discrete action or the action."""
         if self._action_spec.dtype.is_integer:
@@ -318,10 +335,11 @@ class MemoryBasedPredictor(Algorithm):
         action = self._action_input(inputs.prev_action)
         reward = tf.cast(inputs.reward, tf.float32)[:, None]
         observation = tf.cast(inputs.observation, tf.float32)
-        hidden = state.rnn[-1][0]
+        prior_input: Tuple[Any, ...] = (state.rnn[-1][0], state.read)
+        if self._use_action_in_prior:
+            prior_input += (action,)
         z, vae_info = self._vae.encode(
-            (observation, action, reward),
-            *self._vae.prior((hidden, state.read)),
+            (observation, action, reward), *self._vae.prior(prior_input)
         )
         hidden, rnn_state = self._rnn((z, action, state.read), state.rnn)
         read, attention, memory = self._memory.generate_keys_and_read(
@@ -378,6 +396,46 @@ class MemoryBasedPredictor(Algorithm):
         )
 
 
+def _check_policy_algorithm(name: str, rl: RLAlgorithm) -> None:
+    """ValueError unless ``rl`` trains on the unroll, without observation
+    transforms."""
+    if getattr(rl, 'training_kind', None) is not TrainingKind.UNROLL:
+        raise ValueError(
+            '%s: rl_algorithm_ctor must build an algorithm trained on '
+            "the on-policy driver's unroll (training_kind UNROLL, e.g. "
+            'ActorCriticAlgorithm), got %s with training_kind %s'
+            % (name, type(rl).__name__, getattr(rl, 'training_kind', None))
+        )
+    if rl.has_observation_transforms:
+        raise ValueError(
+            '%s: the policy algorithm sees [z, memory read], not the '
+            "observation: give observation transforms to %s's own "
+            'arguments instead' % (name, name)
+        )
+
+
+def _policy_memory(
+    name: str, predictor: MemoryBasedPredictor, num_read_keys: int
+) -> Optional[MemoryWithUsage]:
+    """The key layer of the policy's own reads of the predictor's memory
+    (None for ``num_read_keys`` 0)."""
+    if num_read_keys < 0:
+        raise ValueError(
+            '%s: num_policy_read_keys must be >= 0, got %r'
+            % (name, num_read_keys)
+        )
+    if not num_read_keys:
+        return None
+    memory = predictor.memory
+    return MemoryWithUsage(
+        memory.dim,
+        memory.size,
+        num_read_keys,
+        key_input_size=predictor.output_spec.shape[0],
+        name='policy_memory',
+    )
+
+
 @gin.configurable
 class MerlinAlgorithm(OnPolicyAlgorithm):
     """MERLIN: a ``MemoryBasedPredictor`` and a policy algorithm on its
@@ -395,15 +453,19 @@ class MerlinAlgorithm(OnPolicyAlgorithm):
         rl_algorithm_ctor: ``(observation_spec=, action_spec=) ->
             RLAlgorithm`` trained on the driver's unroll (``training_kind``
             UNROLL: ``ActorCriticAlgorithm``), built with the predictor's
-            ``output_spec`` as its observation spec.
+            ``output_spec`` (plus ``Kp * Z`` for the policy's reads) as its
+            observation spec.
+        num_policy_read_keys: Kp >= 0, keys of the policy's own memory
+            reads (0: none), trained by the policy's loss.
         optimizer: trains the parts without an optimizer of their own.
         name: module name.
         **kwargs: passed to ``RLAlgorithm`` (reward shaping, gradient
             clipping, ...).
 
     Raises:
-        ValueError: a policy algorithm not trained on the unroll, or one
-            with observation transforms (it sees ``[z_t, m_t]``).
+        ValueError: a policy algorithm not trained on the unroll, one
+            with observation transforms (it sees ``[z_t, m_t]``), or a
+            negative ``num_policy_read_keys``.
     """
 
     def __init__(
@@ -414,6 +476,7 @@ class MerlinAlgorithm(OnPolicyAlgorithm):
             MemoryBasedPredictor
         ),
         rl_algorithm_ctor: Callable[..., RLAlgorithm] = ActorCriticAlgorithm,
+        num_policy_read_keys: int = 0,
         optimizer: Optional[Any] = None,
         name: str = 'MerlinAlgorithm',
         **kwargs: Any,
@@ -421,22 +484,15 @@ class MerlinAlgorithm(OnPolicyAlgorithm):
         predictor = predictor_ctor(
             observation_spec=observation_spec, action_spec=action_spec
         )
+        policy_memory = _policy_memory(name, predictor, num_policy_read_keys)
+        size = predictor.output_spec.shape[0]
+        if policy_memory is not None:
+            size += policy_memory.read_size
         rl = rl_algorithm_ctor(
-            observation_spec=predictor.output_spec, action_spec=action_spec
+            observation_spec=tf.TensorSpec([size], tf.float32),
+            action_spec=action_spec,
         )
-        if getattr(rl, 'training_kind', None) is not TrainingKind.UNROLL:
-            raise ValueError(
-                '%s: rl_algorithm_ctor must build an algorithm trained on '
-                "the on-policy driver's unroll (training_kind UNROLL, e.g. "
-                'ActorCriticAlgorithm), got %s with training_kind %s'
-                % (name, type(rl).__name__, getattr(rl, 'training_kind', None))
-            )
-        if rl.has_observation_transforms:
-            raise ValueError(
-                '%s: the policy algorithm sees [z, memory read], not the '
-                "observation: give observation transforms to %s's own "
-                'arguments instead' % (name, name)
-            )
+        _check_policy_algorithm(name, rl)
         super().__init__(
             observation_spec,
             action_spec,
@@ -452,6 +508,7 @@ class MerlinAlgorithm(OnPolicyAlgorithm):
             **kwargs,
         )
         self._predictor = predictor
+        self._policy_memory = policy_memory
         self._rl = rl
 
     @property
@@ -474,6 +531,14 @@ class MerlinAlgorithm(OnPolicyAlgorithm):
         """The predictor's step and the time step the policy sees."""
         step = self._predictor.train_step(time_step, state.predictor)
         observation = tf.stop_gradient(step.output)
+        if self._policy_memory is not None:
+            # Only the policy's keys learn from this read; its usage is not
+            # kept (the predictor's reads alone decide what is replaced).
+            memory = tf.nest.map_structure(tf.stop_gradient, step.state.memory)
+            read, _, _ = self._policy_memory.generate_keys_and_read(
+                observation, memory
+            )
+            observation = tf.concat([observation, read], -1)
         return time_step._replace(observation=observation), step
 
     def predict(self, time_step: Any, state: Any) -> PolicyStep:

@@ -21,10 +21,13 @@ from alf_rl.ops.planning import best_sequence, cem_update
 StepFn = Callable[[tf.Tensor, tf.Tensor], tf.Tensor]
 # (observation [N, d], action [N, A]) -> reward [N]
 RewardFn = Callable[[tf.Tensor, tf.Tensor], tf.Tensor]
+# candidate sequences [B, P, H, A] -> predicted returns [B, P]
+ScoreFn = Callable[[tf.Tensor], tf.Tensor]
 
 
 class _Planner(tf.Module):
-    """What both planners share: action bounds, sizes, scoring."""
+    """What both planners share: action bounds, sizes, scoring, and
+    ``plan`` (a subclass says how it searches, in ``_plan``)."""
 
     def __init__(
         self,
@@ -109,6 +112,38 @@ class _Planner(tf.Module):
         total = tf.reshape(total, [k, b, p // k])
         return tf.reshape(tf.transpose(total, [1, 2, 0]), [b, p])
 
+    def plan(
+        self,
+        observation: tf.Tensor,
+        step_fn: StepFn,
+        reward_fn: RewardFn,
+        ensemble_size: int = 1,
+    ) -> tf.Tensor:
+        """The action to take now: the first of the best plan found.
+
+        Args:
+            observation: [B, d] current observations.
+            step_fn: the model step (``predict_next``).
+            reward_fn: the reward function.
+            ensemble_size: K of the model; candidate p follows member
+                ``p mod K``.
+        Returns:
+            [B, A] float32.
+        """
+
+        def score(samples: tf.Tensor) -> tf.Tensor:
+            return self.evaluate(
+                observation, samples, step_fn, reward_fn, ensemble_size
+            )
+
+        return self._plan(tf.shape(observation)[0], score)
+
+    def _plan(self, batch: tf.Tensor, score: ScoreFn) -> tf.Tensor:
+        """[B, A] first action of the best plan, given the batch size B and
+        ``score``, the predicted returns [B, P] of sequences [B, P, H,
+        A]."""
+        raise NotImplementedError()
+
     def _uniform(self, batch: tf.Tensor) -> tf.Tensor:
         """[B, P, H, A] sequences uniform within the action bounds."""
         shape = [batch, self.population, self.horizon, self._action_size]
@@ -136,28 +171,10 @@ class RandomShootingPlanner(_Planner):
     ):
         super().__init__(action_spec, horizon, population, name)
 
-    def plan(
-        self,
-        observation: tf.Tensor,
-        step_fn: StepFn,
-        reward_fn: RewardFn,
-        ensemble_size: int = 1,
-    ) -> tf.Tensor:
-        """The first action of the best sampled sequence.
-
-        Args:
-            observation: [B, d].
-            step_fn: the model step.
-            reward_fn: the reward function.
-            ensemble_size: K of the model.
-        Returns:
-            [B, A] float32.
-        """
-        samples = self._uniform(tf.shape(observation)[0])
-        returns = self.evaluate(
-            observation, samples, step_fn, reward_fn, ensemble_size
-        )
-        return best_sequence(samples, returns)[:, 0]
+    def _plan(self, batch: tf.Tensor, score: ScoreFn) -> tf.Tensor:
+        """The first action of the best sampled sequence."""
+        samples = self._uniform(batch)
+        return best_sequence(samples, score(samples))[:, 0]
 
 
 @gin.configurable
@@ -220,24 +237,8 @@ class CEMPlanner(_Planner):
             tf.zeros(shape) + std,
         )
 
-    def plan(
-        self,
-        observation: tf.Tensor,
-        step_fn: StepFn,
-        reward_fn: RewardFn,
-        ensemble_size: int = 1,
-    ) -> tf.Tensor:
-        """The first action of the refitted Gaussian's mean.
-
-        Args:
-            observation: [B, d].
-            step_fn: the model step.
-            reward_fn: the reward function.
-            ensemble_size: K of the model.
-        Returns:
-            [B, A] float32.
-        """
-        batch = tf.shape(observation)[0]
+    def _plan(self, batch: tf.Tensor, score: ScoreFn) -> tf.Tensor:
+        """The first action of the refitted Gaussian's mean."""
         mean, std = self._initial(batch)
         shape = [batch, self.population, self.horizon, self._action_size]
         for _ in range(self.iterations):
@@ -245,10 +246,12 @@ class CEMPlanner(_Planner):
             samples = tf.clip_by_value(
                 mean[:, None] + std[:, None] * noise, self._low, self._high
             )
-            returns = self.evaluate(
-                observation, samples, step_fn, reward_fn, ensemble_size
-            )
             mean, std = cem_update(
-                samples, returns, self.num_elites, mean, std, self.smoothing
+                samples,
+                score(samples),
+                self.num_elites,
+                mean,
+                std,
+                self.smoothing,
             )
         return mean[:, 0]

@@ -11,8 +11,9 @@ from typing import Any, Optional, Tuple
 import gin
 import tensorflow as tf
 
-from alf_rl.algorithms.algorithm import Algorithm
-from alf_rl.algorithms.dynamics_learning_algorithm import flat_vector_size
+from alf_rl.algorithms.dynamics_learning_algorithm import (
+    TransitionModelAlgorithm,
+)
 from alf_rl.networks.ensemble_network import EnsembleNetwork
 
 
@@ -41,20 +42,17 @@ def pendulum_reward(observation: tf.Tensor, action: tf.Tensor) -> tf.Tensor:
 
 
 @gin.configurable
-class RewardEstimationAlgorithm(Algorithm):
+class RewardEstimationAlgorithm(TransitionModelAlgorithm):
     """A network regressing ``r(s_t, a_t)`` (the reward arriving with step
     t+1) on replayed transitions, for planning where the reward function
     is not known.
 
     Args:
-        observation_spec: spec of one observation, a float vector [d].
-        action_spec: spec of one action, a float vector [A].
+        observation_spec: see ``TransitionModelAlgorithm``.
+        action_spec: see ``TransitionModelAlgorithm``.
         hidden_layers: the MLP's hidden sizes.
-        optimizer: optional ``tf_keras`` optimizer (else its owner's).
+        optimizer: see ``TransitionModelAlgorithm``.
         name: module name.
-
-    Raises:
-        ValueError: a spec that is not a float vector.
     """
 
     def __init__(
@@ -65,11 +63,9 @@ class RewardEstimationAlgorithm(Algorithm):
         optimizer: Optional[Any] = None,
         name: str = 'RewardEstimationAlgorithm',
     ):
-        obs_size = flat_vector_size(observation_spec, 'observation_spec', name)
-        action_size = flat_vector_size(action_spec, 'action_spec', name)
-        super().__init__(optimizer=optimizer, name=name)
+        super().__init__(observation_spec, action_spec, optimizer, name)
         self._network = EnsembleNetwork(
-            obs_size + action_size,
+            self.input_size,
             1,
             ensemble_size=1,
             hidden_layers=hidden_layers,
@@ -86,8 +82,7 @@ class RewardEstimationAlgorithm(Algorithm):
         Returns:
             [N] float32.
         """
-        joint = tf.concat([observation, tf.cast(action, tf.float32)], -1)
-        return self._network(joint[None])[0][0, :, 0]
+        return self._network(self.joint(observation, action)[None])[0][0, :, 0]
 
     def prediction_loss(
         self, observation: tf.Tensor, action: tf.Tensor, reward: tf.Tensor

@@ -11,9 +11,11 @@ continuous ``BoundedTensorSpec((1,), float32, 0, 1)``; observations float32
 * ``PolicyUnittestEnv``: random 0/1 observation every step; the reward
   arriving with step t is ``1 - |obs[t-1][0] - a[t-1]|`` (0 at FIRST): copy
   the observation to earn 1. Learnable in seconds.
-* ``RNNPolicyUnittestEnv``: a +/-1 target shown only at FIRST (zeros after);
-  from step ``gap`` of the episode onward the reward is
-  ``1 - 0.5 * |2a - 1 - obs0|`` for the previous action a: needs memory.
+* ``RNNPolicyUnittestEnv``: a +/-1 target shown only at FIRST (zeros after,
+  or random distractors with ``distractor_scale > 0``); from step ``gap``
+  of the episode onward the reward is ``1 - 0.5 * |2a - 1 - obs0|`` for
+  the previous action a: needs memory. With ``gap`` 50-100 and
+  distractors it is a long-delay memory task.
 * ``ChainUnittestEnv``: walk right along a chain of N positions; reward 1
   only on reaching the far end: undirected exploration fails.
 
@@ -255,9 +257,15 @@ class RNNPolicyUnittestEnv(UnittestEnv):
     """A +/-1 target shown at FIRST only; rewards later need memory.
 
     The observation is ``obs0`` (all entries +1 or -1, random per env) at
-    FIRST and zeros afterwards. The reward arriving with episode step
-    ``t >= gap`` is ``1 - 0.5 * |2 a[t-1] - 1 - obs0|`` (1 for ``a = 1``
-    when obs0 = 1 and ``a = 0`` when obs0 = -1); earlier rewards are 0.
+    FIRST and, afterwards, zeros or (``distractor_scale`` s > 0)
+    distractors drawn uniformly from ``[-s, s]^obs_dim`` at every step,
+    independently per env and entry: the latest observation says nothing
+    about the target, and with s < 1 a distractor never looks like the
+    cue (whose entries all have magnitude 1). The reward arriving with
+    episode step ``t >= gap`` is ``1 - 0.5 * |2 a[t-1] - 1 - obs0|`` (1
+    for ``a = 1`` when obs0 = 1 and ``a = 0`` when obs0 = -1, 0 for the
+    other discrete action); earlier rewards are 0. The optimal return is
+    ``episode_length - gap``, half of it without memory.
 
     Args:
         batch_size: see ``UnittestEnv``.
@@ -266,19 +274,33 @@ class RNNPolicyUnittestEnv(UnittestEnv):
         action_type: see ``UnittestEnv``.
         seed: see ``UnittestEnv``.
         gap: first episode step with a reward (``1 <= gap <
-            episode_length``).
+            episode_length``): the delay between the cue and the first
+            answer.
+        distractor_scale: s in [0, 1]; 0 (the default) shows zeros after
+            FIRST and draws no random numbers for them.
     """
 
     def __init__(self, batch_size: int, episode_length: int,
                  obs_dim: int = 1, action_type: str = _DISCRETE,
-                 seed: int = 0, gap: int = 3):
+                 seed: int = 0, gap: int = 3,
+                 distractor_scale: float = 0.0):
         super().__init__(batch_size, episode_length, obs_dim, action_type,
                          seed)
         if not 1 <= gap < episode_length:
             raise ValueError("gap must be in [1, episode_length) = [1, %d), "
                              "got %r" % (episode_length, gap))
+        if not 0.0 <= distractor_scale <= 1.0:
+            raise ValueError("distractor_scale must be in [0, 1], got %r" %
+                             (distractor_scale, ))
         self._gap = int(gap)
+        self._distractor_scale = float(distractor_scale)
         self._observation0 = None
+
+    @property
+    def optimal_return(self) -> float:
+        """The return of an episode answered right at every rewarded step:
+        ``episode_length - gap``."""
+        return float(self._episode_length - self._gap)
 
     def _observation(self, step):
         if step == 0:
@@ -286,6 +308,10 @@ class RNNPolicyUnittestEnv(UnittestEnv):
             self._observation0 = np.broadcast_to(
                 sign, (self._batch_size, self._obs_dim)).astype(np.float32)
             return self._observation0.copy()
+        if self._distractor_scale > 0:
+            return self._rng.uniform(
+                -self._distractor_scale, self._distractor_scale,
+                size=(self._batch_size, self._obs_dim)).astype(np.float32)
         return np.zeros((self._batch_size, self._obs_dim), np.float32)
 
     def _reward(self, step, action):
@@ -444,7 +470,7 @@ def load(env_name: str, seed: int = 0, env_id: int = 0,
         env_id: index of the environment (unused: each gets its own seed).
         episode_length: steps per episode.
         **kwargs: further arguments of the environment (``obs_dim``,
-            ``action_type``, ``gap``); bind them with
+            ``action_type``, ``gap``, ``distractor_scale``); bind them with
             ``suite_unittest.load.gap = 10``.
     Returns:
         The ``UnbatchedUnittestEnv``.

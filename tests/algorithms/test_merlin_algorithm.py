@@ -3,7 +3,6 @@ structure, what the predictor writes to memory, gradient routing (the
 policy's loss does not train the predictor), one driver update and an
 exact resume with the memory in the driver's state."""
 
-import functools
 import os
 
 import numpy as np
@@ -11,7 +10,7 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
-from alf_rl.algorithms import ActorCriticAlgorithm, PPOAlgorithm
+from alf_rl.algorithms import PPOAlgorithm
 from alf_rl.algorithms.memory import MemoryState
 from alf_rl.algorithms.merlin_algorithm import (
     MBPInfo,
@@ -26,14 +25,14 @@ from alf_rl.data_structures import StepType, TimeStep
 from alf_rl.drivers import OnPolicyDriver
 from alf_rl.environments.suite_unittest import RNNPolicyUnittestEnv
 from alf_rl.environments.tf_environment import TFPyEnvironment
-from alf_rl.networks import ActorDistributionNetwork, ValueNetwork
 from alf_rl.trainers import OnPolicyTrainer, TrainerConfig
 from alf_rl.utils.common import set_random_seed
+from small_algorithms import small_actor_critic
 
 Z, N, K = 4, 6, 2
 
 
-def _predictor(observation_spec, action_spec):
+def _predictor(observation_spec, action_spec, **kwargs):
     return MemoryBasedPredictor(
         observation_spec,
         action_spec,
@@ -41,29 +40,22 @@ def _predictor(observation_spec, action_spec):
         memory_size=N,
         num_read_keys=K,
         lstm_size=(8,),
+        **kwargs,
     )
 
 
-def _a2c(observation_spec, action_spec):
-    return ActorCriticAlgorithm(
-        observation_spec,
-        action_spec,
-        actor_network_ctor=functools.partial(
-            ActorDistributionNetwork, fc_layer_params=(8,)
-        ),
-        value_network_ctor=functools.partial(
-            ValueNetwork, fc_layer_params=(8,)
-        ),
-    )
+# The policy: an A2C with (8,) networks and its own Adam(1e-3).
+_a2c = small_actor_critic
 
 
-def _merlin(observation_spec, action_spec):
+def _merlin(observation_spec, action_spec, **kwargs):
     return MerlinAlgorithm(
         observation_spec,
         action_spec,
         predictor_ctor=_predictor,
         rl_algorithm_ctor=_a2c,
         optimizer=tf_keras.optimizers.Adam(1e-3),
+        **kwargs,
     )
 
 
@@ -234,3 +226,67 @@ def test_resumed_run_equals_straight_run_with_memory_in_driver_state(tmp_path):
     for key in a:
         np.testing.assert_array_equal(a[key], b[key], err_msg=key)
     assert result['Metrics/AverageReturn'] == resumed['Metrics/AverageReturn']
+
+
+def test_policy_reads_train_only_their_keys():
+    env = _env()
+    alg = _merlin(
+        env.observation_spec(), env.action_spec(), num_policy_read_keys=3
+    )
+    # The policy sees [z_t, m_t, m~_t]: Z + K * Z + 3 * Z.
+    assert alg.rl_algorithm.observation_spec.shape == (Z + K * Z + 3 * Z,)
+    state = alg.get_initial_rollout_state(2)
+    with tf.GradientTape(persistent=True) as tape:
+        step = alg.rollout(_time_step(StepType.FIRST, np.ones([2, 3])), state)
+        policy_loss = tf.reduce_sum(step.info.rl.action_distribution.logits)
+    assert step.action.shape == (2,)
+    others = {
+        id(v)
+        for v in alg.predictor.trainable_variables
+        + alg.rl_algorithm.trainable_variables
+    }
+    # The policy's key layer: a kernel and a bias.
+    keys = [v for v in alg.trainable_variables if id(v) not in others]
+    assert len(keys) == 2
+    assert all(g is not None for g in tape.gradient(policy_loss, keys))
+    predictor_vars = alg.predictor.trainable_variables
+    assert all(g is None for g in tape.gradient(policy_loss, predictor_vars))
+    # Right after FIRST the memory holds z_0 alone (slot 0, the other
+    # slots are zeros, of cosine 0): each policy read is a_0 * z_0 with
+    # a_0 = e^{beta c} / (e^{beta c} + N - 1), here checked as a multiple
+    # of z_0, the z part of the policy's observation.
+    time_step = _time_step(StepType.FIRST, np.ones([2, 3]))
+    policy_step, _ = alg._policy_input(time_step, state)
+    observation = policy_step.observation.numpy()
+    z0, reads = observation[:, :Z], observation[:, Z + K * Z :]
+    for k in range(3):
+        read = reads[:, k * Z : (k + 1) * Z]
+        ratio = read / z0
+        np.testing.assert_allclose(ratio, ratio[:, :1] + 0 * ratio, rtol=1e-4)
+        assert np.all((ratio > 0) & (ratio < 1))
+    with pytest.raises(ValueError, match='num_policy_read_keys must be >= 0'):
+        _merlin(
+            env.observation_spec(), env.action_spec(), num_policy_read_keys=-1
+        )
+
+
+def test_action_in_prior_changes_the_prior():
+    env = _env()
+    predictor = _predictor(
+        env.observation_spec(), env.action_spec(), use_action_in_prior=True
+    )
+    hidden = tf.ones([2, 8])
+    read = tf.ones([2, K * Z])
+    actions = tf.constant([[1.0, 0.0], [0.0, 1.0]])  # one-hot a_{t-1}
+    mean, log_var = predictor.vae.prior((hidden, read, actions))
+    assert mean.shape == (2, Z) and log_var.shape == (2, Z)
+    assert not np.allclose(mean[0], mean[1])
+    step = predictor.train_step(
+        _time_step(StepType.MID, np.zeros([2, 3])),
+        predictor.get_initial_train_state(2),
+    )
+    assert step.output.shape == (2, Z + K * Z)
+    # Without the option the prior takes (h, m) alone: equal rows.
+    plain = _predictor(env.observation_spec(), env.action_spec())
+    mean, _ = plain.vae.prior((hidden, read))
+    np.testing.assert_allclose(mean[0], mean[1])
