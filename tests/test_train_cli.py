@@ -122,7 +122,11 @@ def test_user_module_in_current_directory_is_importable(tmp_path):
 
 def test_module_path_flag_and_its_errors(tmp_path):
     _write_user_files(str(tmp_path / 'mine'))
-    gin_file = str(tmp_path / 'mine' / 'my_run.gin')
+    # The gin file lives apart from the module (next to it, it would be
+    # found without --module_path).
+    os.makedirs(str(tmp_path / 'configs'))
+    gin_file = str(tmp_path / 'configs' / 'my_run.gin')
+    os.replace(str(tmp_path / 'mine' / 'my_run.gin'), gin_file)
     root = str(tmp_path / 'run')
     # From another directory, the module is found through --module_path.
     done = _run_cli(['--gin_file', os.path.abspath(EXAMPLE), '--gin_file',
