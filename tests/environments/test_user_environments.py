@@ -54,6 +54,8 @@ def user_envs(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     import importlib
 
+    # Another test module's own ``user_envs`` may be loaded in this worker.
+    sys.modules.pop('user_envs', None)
     module = importlib.import_module('user_envs')
     yield module
     import gymnasium
