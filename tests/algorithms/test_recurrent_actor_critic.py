@@ -23,6 +23,7 @@ from alf_rl.algorithms.replay_training import (
 from alf_rl.environments.suite_unittest import RNNPolicyUnittestEnv
 from alf_rl.environments.tf_environment import TFPyEnvironment
 from alf_rl.networks import (
+    ActorDistributionNetwork,
     ActorDistributionRnnNetwork,
     ActorNetwork,
     CriticNetwork,
@@ -218,3 +219,76 @@ def test_feed_forward_networks_keep_empty_states():
     )
     assert not streams.recurrent and streams.spec('train') == ()
     assert streams.start(()) == () and streams.step((), 'train').state == ()
+
+
+def _memory_task_reward(recurrent, seed=0, iterations=40):
+    """Mean reward of SAC's greedy policy on the rewarded steps of the
+    continuous ``RNNPolicyUnittestEnv`` (1: remembers the FIRST
+    observation; 0.5 without memory, at best) after training on replayed
+    10-step unrolls (recurrent: from the stored states)."""
+    set_random_seed(seed)
+    env = TFPyEnvironment(
+        RNNPolicyUnittestEnv(
+            32, episode_length=5, gap=3, seed=seed, action_type='continuous'
+        )
+    )
+    projection = functools.partial(
+        NormalProjectionNetwork,
+        scale_distribution=True,
+        state_dependent_std=True,
+    )
+    if recurrent:
+        actor = functools.partial(
+            ActorDistributionRnnNetwork,
+            input_fc_layer_params=(16,),
+            lstm_size=(16,),
+            continuous_projection_net_ctor=projection,
+        )
+        critic = functools.partial(
+            CriticRnnNetwork, joint_fc_layer_params=(16,), lstm_size=(16,)
+        )
+    else:
+        actor = functools.partial(
+            ActorDistributionNetwork,
+            fc_layer_params=(16,),
+            continuous_projection_net_ctor=projection,
+        )
+        critic = functools.partial(CriticNetwork, joint_fc_layer_params=(16,))
+    alg = SacAlgorithm(
+        env.observation_spec(),
+        env.action_spec(),
+        actor_network_ctor=actor,
+        critic_network_ctor=critic,
+        gamma=0.9,
+        tau=0.05,
+        initial_log_alpha=-2.0,
+        optimizer=tf_keras.optimizers.Adam(1e-2),
+        use_rollout_state=recurrent,
+    )
+    alg.prepare_off_policy_specs(32)
+    train = tf.function(
+        lambda exp: alg.train(exp, num_updates=2, mini_batch_size=16)
+    )
+    for _ in range(iterations):
+        exp = collect_with_states(alg, env, 10)
+        train(exp if recurrent else exp._replace(state=()))
+    time_step = env.reset()
+    state = alg.get_initial_predict_state(32)
+    rewards = []
+    for t in range(6):
+        step = alg.predict(time_step, state)
+        state = step.state
+        time_step = env.step(step.action)
+        if t in (2, 3):  # rewarded with episode steps 3 and 4
+            rewards.append(time_step.reward.numpy())
+    return float(np.mean(rewards))
+
+
+def test_recurrent_sac_remembers_and_feed_forward_does_not():
+    # Observed (seed 0): recurrent 0.943, feed-forward 0.493 (at best 0.5
+    # without memory); both together ~50 s of CPU (the test process's user
+    # time, imports included).
+    recurrent = _memory_task_reward(True)
+    feed_forward = _memory_task_reward(False)
+    assert recurrent >= 0.9, (recurrent, feed_forward)
+    assert feed_forward <= 0.7, (recurrent, feed_forward)
