@@ -180,17 +180,29 @@ class DistributionalQNetwork(EncoderHead):
             )
 
     def _init_head(
-        self, ctor_args: Dict[str, Any], own: str, num_outputs: Optional[int]
+        self,
+        ctor_args: Dict[str, Any],
+        own: str,
+        minimum: int,
+        num_outputs: Optional[int],
     ) -> None:
-        """The constructor of a head with one argument of its own.
+        """The constructor of a head with one integer argument of its own.
 
         Args:
             ctor_args: the head's ``_ctor_args(locals(), 'kwargs')``, taken
                 on its constructor's first line (kept for ``copy()``).
             own: the name of its own argument (the others are this
                 class's).
+            minimum: the smallest value it may take.
             num_outputs: the ``num_outputs`` it implies.
+        Raises:
+            ValueError: the argument is below ``minimum``.
         """
+        if int(ctor_args[own]) < minimum:
+            raise ValueError(
+                "%s: %s must be >= %d, got %r"
+                % (ctor_args['name'], own, minimum, ctor_args[own])
+            )
         args = {k: v for k, v in ctor_args.items() if k != own}
         DistributionalQNetwork.__init__(self, num_outputs=num_outputs, **args)
         self._set_ctor_args(ctor_args)
@@ -320,11 +332,7 @@ class CategoricalQNetwork(DistributionalQNetwork):
         **kwargs: Any,
     ):
         ctor_args = _ctor_args(locals(), 'kwargs')
-        if int(num_atoms) < 2:
-            raise ValueError(
-                "%s: num_atoms must be >= 2, got %r" % (name, num_atoms)
-            )
-        self._init_head(ctor_args, 'num_atoms', int(num_atoms))
+        self._init_head(ctor_args, 'num_atoms', 2, int(num_atoms))
 
     def _head(self, h: tf.Tensor) -> tf.Tensor:
         return tf.nn.log_softmax(self._values(h), axis=-1)
@@ -354,7 +362,7 @@ class QuantileQNetwork(DistributionalQNetwork):
         **kwargs: Any,
     ):
         ctor_args = _ctor_args(locals(), 'kwargs')
-        self._init_head(ctor_args, 'num_quantiles', int(num_quantiles))
+        self._init_head(ctor_args, 'num_quantiles', 1, int(num_quantiles))
 
 
 @gin.configurable
@@ -385,13 +393,8 @@ class ImplicitQuantileQNetwork(DistributionalQNetwork):
         **kwargs: Any,
     ):
         ctor_args = _ctor_args(locals(), 'kwargs')
-        if int(embedding_dim) < 1:
-            raise ValueError(
-                "%s: embedding_dim must be >= 1, got %r"
-                % (name, embedding_dim)
-            )
         self._embedding_dim = int(embedding_dim)
-        self._init_head(ctor_args, 'embedding_dim', None)
+        self._init_head(ctor_args, 'embedding_dim', 1, None)
 
     def _head_input_size(self, activation: Activation) -> int:
         del activation

@@ -280,3 +280,25 @@ def test_learns_policy_unittest_env(name):
     rewards = exp.reward.numpy()
     valid = exp.step_type.numpy() != StepType.FIRST
     assert rewards[valid].mean() >= 0.95
+
+
+@pytest.mark.parametrize(
+    'ctor, arg, match',
+    [
+        (CategoricalQNetwork, dict(num_atoms=1), 'num_atoms must be >= 2'),
+        (
+            QuantileQNetwork,
+            dict(num_quantiles=0),
+            'num_quantiles must be >= 1',
+        ),
+        (
+            ImplicitQuantileQNetwork,
+            dict(embedding_dim=0),
+            'embedding_dim must be >= 1',
+        ),
+    ],
+)
+def test_head_arguments_out_of_range_raise(ctor, arg, match):
+    env = TFPyEnvironment(PolicyUnittestEnv(2, 5))
+    with pytest.raises(ValueError, match=match):
+        ctor(env.observation_spec(), env.action_spec(), **arg)

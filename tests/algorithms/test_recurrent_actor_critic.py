@@ -32,7 +32,7 @@ from alf_rl.networks import (
     NormalProjectionNetwork,
 )
 from alf_rl.utils.common import set_random_seed
-from recurrent_rollouts import collect_with_states
+from recurrent_rollouts import collect_with_states, memory_task_reward
 
 LSTM = dict(input_fc_layer_params=(8,), lstm_size=(8,))
 CRITIC = functools.partial(
@@ -266,22 +266,7 @@ def _memory_task_reward(recurrent, seed=0, iterations=40):
         use_rollout_state=recurrent,
     )
     alg.prepare_off_policy_specs(32)
-    train = tf.function(
-        lambda exp: alg.train(exp, num_updates=2, mini_batch_size=16)
-    )
-    for _ in range(iterations):
-        exp = collect_with_states(alg, env, 10)
-        train(exp if recurrent else exp._replace(state=()))
-    time_step = env.reset()
-    state = alg.get_initial_predict_state(32)
-    rewards = []
-    for t in range(6):
-        step = alg.predict(time_step, state)
-        state = step.state
-        time_step = env.step(step.action)
-        if t in (2, 3):  # rewarded with episode steps 3 and 4
-            rewards.append(time_step.reward.numpy())
-    return float(np.mean(rewards))
+    return memory_task_reward(alg, env, recurrent, iterations)
 
 
 def test_recurrent_sac_remembers_and_feed_forward_does_not():

@@ -23,7 +23,7 @@ from alf_rl.ops.recurrent_replay import (
 )
 from alf_rl.ops.td_targets import n_step_returns
 from alf_rl.utils.common import set_random_seed
-from recurrent_rollouts import collect_with_states
+from recurrent_rollouts import collect_with_states, memory_task_reward
 
 
 def _make(env, **kwargs):
@@ -233,22 +233,7 @@ def _memory_task_reward(recurrent, seed=0, iterations=40):
             optimizer=tf_keras.optimizers.Adam(1e-2),
         )
     alg.prepare_off_policy_specs(32)
-    train = tf.function(
-        lambda exp: alg.train(exp, num_updates=2, mini_batch_size=16)
-    )
-    for _ in range(iterations):
-        exp = collect_with_states(alg, env, 10)
-        train(exp if recurrent else exp._replace(state=()))
-    time_step = env.reset()
-    state = alg.get_initial_rollout_state(32)
-    rewards = []
-    for t in range(6):
-        step = alg.predict(time_step, state)
-        state = step.state
-        time_step = env.step(step.action)
-        if t in (2, 3):  # rewarded with episode steps 3 and 4
-            rewards.append(time_step.reward.numpy())
-    return float(np.mean(rewards))
+    return memory_task_reward(alg, env, recurrent, iterations)
 
 
 def test_recurrent_dqn_remembers_and_feed_forward_does_not():
