@@ -37,7 +37,7 @@ from alf_rl.data_structures import LossInfo, PolicyStep, TrainingInfo
 from alf_rl.data_structures import namedtuple
 from alf_rl.ops import distributions as dist_ops
 from alf_rl.ops.offline_losses import cql_penalty, discrete_cql_penalty
-from alf_rl.utils.common import make_stateless_seed
+from alf_rl.utils.common import check_feed_forward, make_stateless_seed
 from alf_rl.utils.nest import Nest
 
 CqlInfo = namedtuple(
@@ -114,6 +114,8 @@ class CqlSacAlgorithm(SacAlgorithm):
                 "leaves" % (name, len(flat))
             )
         super().__init__(observation_spec, action_spec, name=name, **kwargs)
+        # The penalties call the networks without their states.
+        check_feed_forward(name, (self.actor_network, self._critic1))
         self._num_sampled = int(num_sampled_actions)
         self._target_gap = (
             None if cql_target_gap is None else float(cql_target_gap)

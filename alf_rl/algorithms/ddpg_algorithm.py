@@ -24,10 +24,19 @@ Deviations from the paper (all configurable):
   the minimum of their targets (clipped double-Q, as TD3); the actor follows
   the first critic.
 
-Only feed-forward networks and bounded continuous actions are supported.
+Recurrent actor and critics (``ActorNetwork`` with
+``encoding_network_ctor=LSTMEncodingNetwork``, ``CriticRnnNetwork``) keep
+one state per call site (``alf_rl.algorithms.network_streams``): the
+actor, the target actor (from the actor's stored state), each critic at
+the replayed action (advanced by ``rollout`` at the action taken, and
+stored), the first critic at ``mu(s)`` (the actor's loss) and each target
+critic (both from the critic's stored state). Then ``first_train_step``
+runs the whole ``train_step`` (the targets' states must advance).
+
+Actions must be bounded and continuous.
 """
 
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 import gin
 import tensorflow as tf
@@ -36,6 +45,7 @@ from alf_rl.algorithms.config_checks import reject_retired_arguments
 from alf_rl.algorithms.deterministic_actor import (
     DeterministicActorMixin, ExplorationNoise, actor_dqda_loss,
     check_continuous_action_spec)
+from alf_rl.algorithms.network_streams import NetworkStreams, StreamStep
 from alf_rl.algorithms.off_policy_algorithm import OffPolicyAlgorithm
 from alf_rl.algorithms.replay_training import TDErrorPriority
 from alf_rl.data_structures import (Experience, LossInfo, PolicyStep,
@@ -45,7 +55,6 @@ from alf_rl.networks.target_network import PeriodicSoftUpdate, TargetNetwork
 from alf_rl.ops.losses import element_wise_squared_loss
 from alf_rl.ops.masks import pad_last_row
 from alf_rl.ops.td_targets import one_step_td_target
-from alf_rl.utils.common import check_feed_forward
 
 from alf_rl.utils.nest import Nest
 
@@ -54,6 +63,8 @@ DdpgRolloutState = namedtuple(
     [
         'ou_noise',  # nest like action_spec of [B, ...] float32: OU process
         # value in half-range units ('ou' exploration only, else ())
+        'networks',  # {stream: state} of the recurrent networks' rollout
+        # streams (see network_streams), else ()
     ],
     default_value=())
 
@@ -75,6 +86,21 @@ DdpgLossInfo = namedtuple(
         'td_error',  # [T, B] float32 y_t - Q_0(s_t, a_t) (replay priority)
     ],
     default_value=())
+
+
+def _ddpg_streams(actor: Any, critics: List[Any]) -> NetworkStreams:
+    """DDPG's state streams (see the module docstring): ``actor`` and
+    ``target_actor`` from it; ``critic<i>`` (a rollout stream too) and
+    ``target_critic<i>`` from it; ``actor_critic`` from ``critic0``."""
+    networks = {'actor': actor, 'target_actor': actor,
+                'actor_critic': critics[0]}
+    starts = {'actor': 'actor', 'target_actor': 'actor',
+              'actor_critic': 'critic0'}
+    for i, critic in enumerate(critics):
+        for kind in ('critic', 'target_critic'):
+            networks['%s%d' % (kind, i)] = critic
+            starts['%s%d' % (kind, i)] = 'critic%d' % i
+    return NetworkStreams(networks, starts)
 
 
 @gin.configurable
@@ -109,8 +135,8 @@ class DdpgAlgorithm(DeterministicActorMixin, TDErrorPriority,
             gradient clipping, reward shaping, observation transformers).
 
     Raises:
-        ValueError: discrete or unbounded action specs, recurrent networks,
-            an unknown ``exploration_noise``, or bad numbers.
+        ValueError: discrete or unbounded action specs, an unknown
+            ``exploration_noise``, or bad numbers.
         TypeError: a retired argument name (``td_errors_loss_fn``).
     """
 
@@ -146,11 +172,12 @@ class DdpgAlgorithm(DeterministicActorMixin, TDErrorPriority,
             critic_network_ctor((observation_spec, action_spec))
             for _ in range(num_critic_replicas)
         ]
-        check_feed_forward(name, [actor_network] + critic_networks)
-        super().__init__(observation_spec, action_spec, train_state_spec=(),
-                         rollout_state_spec=DdpgRolloutState(
-                             ou_noise=noise.ou_state_spec),
-                         predict_state_spec=(), name=name, **kwargs)
+        streams = _ddpg_streams(actor_network, critic_networks)
+        super().__init__(observation_spec, action_spec, name=name,
+                         **streams.state_specs(lambda spec: DdpgRolloutState(
+                             ou_noise=noise.ou_state_spec, networks=spec)),
+                         **kwargs)
+        self._streams = streams
         self._actor_network = actor_network
         self._critic_networks = critic_networks
         self._make_targets(tau, target_update_period)
@@ -182,23 +209,26 @@ class DdpgAlgorithm(DeterministicActorMixin, TDErrorPriority,
         self._target_updater = PeriodicSoftUpdate(targets, sources, tau,
                                                   period)
 
-    def _target_action(self, observation: Nest) -> Nest:
+    def _target_action(self, step: StreamStep, observation: Nest) -> Nest:
         """The action the target critics are evaluated at: ``mu'(s)``.
 
         Args:
+            step: the ``StreamStep`` of the networks' states.
             observation: nest of [B, ...].
         Returns:
             nest like ``action_spec`` of [B, ...] float32.
         """
-        action, _ = self._target_actor_network(observation)
+        action, _ = step('target_actor',
+                         self._target_actor_network)(observation)
         return action
 
-    def _target_value(self, observation: Nest) -> Tuple[Nest, tf.Tensor]:
+    def _target_value(self, step: StreamStep,
+                      observation: Nest) -> Tuple[Nest, tf.Tensor]:
         """``(target action [B, ...], [B] min_i Q'_i there, no gradient)``."""
-        target_action = self._target_action(observation)
+        target_action = self._target_action(step, observation)
         target_q = tf.reduce_min(tf.stack([
-            c((observation, target_action))[0]
-            for c in self._target_critic_networks
+            step('target_critic%d' % i, c)((observation, target_action))[0]
+            for i, c in enumerate(self._target_critic_networks)
         ], axis=-1), axis=-1)
         return target_action, tf.stop_gradient(target_q)
 
@@ -209,11 +239,11 @@ class DdpgAlgorithm(DeterministicActorMixin, TDErrorPriority,
         Args:
             exp: ``Experience`` with [B, ...] leaves (``exp.action`` the
                 action taken).
-            state: ``()``.
+            state: the train streams' states (``()`` if feed-forward).
         Returns:
-            ``PolicyStep(action=mu(s) [B, ...], state=(), info=DdpgInfo)``.
+            ``PolicyStep(action=mu(s) [B, ...], state, info=DdpgInfo)``.
         """
-        return self._train_step(exp, with_target=True)
+        return self._train_step(exp, state, with_target=True)
 
     def first_train_step(self, exp: Experience,
                          state: Nest) -> PolicyStep:
@@ -221,32 +251,37 @@ class DdpgAlgorithm(DeterministicActorMixin, TDErrorPriority,
 
         The first row of a sequence is never a bootstrap value, so its
         ``target_critic`` is zeros: no target actor and target critic
-        passes on that row.
+        passes on that row (with recurrent networks there are: their
+        states advance).
 
         Args:
             exp: ``Experience`` with [B, ...] leaves.
-            state: ``()``.
+            state: the train streams' states (``()`` if feed-forward).
         Returns:
-            ``PolicyStep(action=mu(s) [B, ...], state=(), info=DdpgInfo)``
+            ``PolicyStep(action=mu(s) [B, ...], state, info=DdpgInfo)``
             whose ``target_critic`` is zeros.
         """
-        return self._train_step(exp, with_target=False)
+        return self._train_step(exp, state,
+                                with_target=self._streams.recurrent)
 
-    def _train_step(self, exp, with_target):
+    def _train_step(self, exp, state, with_target):
         """``train_step`` (with the target value iff ``with_target``)."""
         observation = exp.observation
-        q = tf.stack(
-            [c((observation, exp.action))[0] for c in self._critic_networks],
-            axis=-1)
+        step = self._streams.step(state)
+        q = tf.stack([
+            step('critic%d' % i, c)((observation, exp.action))[0]
+            for i, c in enumerate(self._critic_networks)
+        ], axis=-1)
         if with_target:
-            _, target_q = self._target_value(observation)
+            _, target_q = self._target_value(step, observation)
         else:
             target_q = tf.zeros_like(q[..., 0])
-        action, _ = self._actor_network(observation)
-        actor_loss = actor_dqda_loss(self._critic_networks[0], observation,
-                                     action, self._dqda_clipping)
+        action, _ = step('actor', self._actor_network)(observation)
+        actor_loss = actor_dqda_loss(
+            step('actor_critic', self._critic_networks[0]), observation,
+            action, self._dqda_clipping)
         return PolicyStep(action=action,
-                          state=(),
+                          state=step.state,
                           info=DdpgInfo(critic=q,
                                         target_critic=target_q,
                                         actor_loss=actor_loss))
@@ -260,17 +295,18 @@ class DdpgAlgorithm(DeterministicActorMixin, TDErrorPriority,
 
         Args:
             exp: ``Experience`` with [B, ...] leaves.
-            state: ``()``.
+            state: the train streams' states (``()`` if feed-forward).
         Returns:
-            ``PolicyStep(action=target action [B, ...], state=(),
+            ``PolicyStep(action=target action [B, ...], state,
             info=DdpgInfo)`` with
             ``critic`` [B, n] and ``actor_loss`` [B] zeros.
         """
-        target_action, target_q = self._target_value(exp.observation)
+        step = self._streams.step(state)
+        target_action, target_q = self._target_value(step, exp.observation)
         zeros = tf.zeros_like(target_q)
         return PolicyStep(
             action=target_action,
-            state=(),
+            state=step.state,
             info=DdpgInfo(critic=tf.stack(
                 [zeros] * len(self._critic_networks), axis=-1),
                           target_critic=target_q,

@@ -149,8 +149,11 @@ class DeterministicActorMixin(object):
     """``predict`` and ``rollout`` of a deterministic actor ``mu(s)``.
 
     The class mixing it in sets ``self._actor_network`` (``observation ->
-    (action nest, state)``) and ``self._noise`` (an ``ExplorationNoise``),
-    and its rollout state has a field ``ou_noise``.
+    (action nest, state)``), ``self._noise`` (an ``ExplorationNoise``) and
+    ``self._streams`` (a ``NetworkStreams`` with an ``'actor'`` stream;
+    its other rollout streams are critics, advanced at the action taken),
+    and its rollout state has the fields ``ou_noise`` and ``networks`` (the
+    rollout streams' states).
     """
 
     def predict(self, time_step: TimeStep, state: Nest) -> PolicyStep:
@@ -158,13 +161,14 @@ class DeterministicActorMixin(object):
 
         Args:
             time_step: ``TimeStep`` with [B, ...] leaves.
-            state: ``()``.
+            state: the actor's state (``()`` if feed-forward).
         Returns:
-            ``PolicyStep(action [B, ...] inside the spec, (), ())``.
+            ``PolicyStep(action [B, ...] inside the spec, state, ())``.
         """
-        action, _ = self._actor_network(time_step.observation)
+        step = self._streams.step(state, 'predict')
+        action, _ = step('actor', self._actor_network)(time_step.observation)
         action = alf_specs.cast_and_clip_to_spec(action, self._action_spec)
-        return PolicyStep(action=action, state=())
+        return PolicyStep(action=action, state=step.state)
 
     def rollout(self, time_step: TimeStep, state: Nest) -> PolicyStep:
         """Exploration action ``clip(mu(s) + noise * half_range)``.
@@ -175,8 +179,25 @@ class DeterministicActorMixin(object):
         Returns:
             ``PolicyStep(action [B, ...], rollout state, info=())``.
         """
-        action, _ = self._actor_network(time_step.observation)
+        observation = time_step.observation
+        step = self._streams.step(state.networks, 'rollout')
+        action, _ = step('actor', self._actor_network)(observation)
         action, ou_noise = self._noise(action, state.ou_noise)
         if ou_noise is not None:
             state = state._replace(ou_noise=ou_noise)
-        return PolicyStep(action=action, state=state)
+        for name in self._streams.names('rollout'):
+            if name != 'actor':  # a critic, at the action taken
+                step(name, self._streams.network(name))((observation, action))
+        return PolicyStep(action=action,
+                          state=state._replace(networks=step.state))
+
+    def train_state_from_rollout_state(self, state: Nest) -> Nest:
+        """Every train stream's state from its rollout stream's stored one
+        (``()`` if feed-forward; see ``NetworkStreams.start``).
+
+        Args:
+            state: the stored rollout state, [b, ...] leaves.
+        Returns:
+            the train state.
+        """
+        return self._streams.start(state.networks)

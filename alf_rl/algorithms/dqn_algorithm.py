@@ -482,8 +482,7 @@ class DqnAlgorithm(_RecurrentQStates, _NoiseResampling, TDErrorPriority,
         """
         info = training_info.info
         loss, td_error = self._distribution.loss(
-            info, training_info.reward, training_info.discount,
-            training_info.step_type, self._gamma, self._td_error_loss_fn)
+            training_info, self._gamma, self._td_error_loss_fn)
         loss = pad_last_row(loss)
         if importance_weights is not None:
             loss = loss * tf.cast(importance_weights, loss.dtype)

@@ -34,7 +34,14 @@ Deviations from the paper:
   ``0.98 log |A|`` of Christodoulou 2019, which keeps the policy almost
   uniform): the entropy of a policy that gives probability 0.99 to one action
   and spreads 0.01 over the others, see ``default_target_entropy``.
-* Feed-forward networks only (a recurrent network raises ``ValueError``).
+* Recurrent actor and critics (``ActorDistributionRnnNetwork``,
+  ``CriticRnnNetwork``; ``QRnnNetwork`` for discrete SAC) keep one state
+  per call site (``alf_rl.algorithms.network_streams``): the actor, each
+  critic at the replayed action (also advanced by ``rollout`` at the
+  action taken, and stored), each critic at the fresh action, each target
+  critic; the last three start from the critic's stored state. Then
+  ``first_train_step`` runs the whole ``train_step`` (the target states
+  must advance).
 
 With ``entropy_target_ctor``, an ``EntropyTargetAlgorithm`` replaces the
 temperature loss: ``alpha`` is its (non-trainable) weight, moved once per
@@ -54,6 +61,7 @@ import tensorflow as tf
 from alf_rl import specs as alf_specs
 from alf_rl.algorithms.config_checks import (check_unit_interval,
                                              reject_retired_arguments)
+from alf_rl.algorithms.network_streams import NetworkStreams, StreamStep
 from alf_rl.algorithms.off_policy_algorithm import OffPolicyAlgorithm
 from alf_rl.algorithms.replay_training import TDErrorPriority
 from alf_rl.data_structures import (Experience, LossInfo, PolicyStep,
@@ -68,8 +76,7 @@ from alf_rl.ops.losses import (discrete_soft_actor_loss,
 from alf_rl.ops.masks import mask_last_row, pad_last_row
 from alf_rl.ops.td_targets import (expected_soft_state_value,
                                    one_step_td_target, soft_state_value)
-from alf_rl.utils.common import (check_feed_forward, make_stateless_seed,
-                                 valid_step_mask)
+from alf_rl.utils.common import make_stateless_seed, valid_step_mask
 
 from alf_rl.utils.nest import Nest
 
@@ -161,7 +168,8 @@ def _check_temperature_arguments(entropy_target_ctor: Optional[Callable],
 def _build_networks(kind: str, observation_spec: Nest, action_spec: Nest,
                     actor_network_ctor: Optional[Callable],
                     critic_network_ctor: Optional[Callable]) -> tuple:
-    """``(actor, critic1, critic2)`` with the defaults of ``kind``."""
+    """``(actor, critic1, critic2, their NetworkStreams)`` with the
+    defaults of ``kind``."""
     if actor_network_ctor is None:
         actor_network_ctor = functools.partial(
             ActorDistributionNetwork,
@@ -177,8 +185,23 @@ def _build_networks(kind: str, observation_spec: Nest, action_spec: Nest,
         critic1 = (critic_network_ctor or QNetwork)(observation_spec,
                                                     action_spec)
     critic2 = critic1.copy(name='critic2')
-    check_feed_forward('SacAlgorithm', (actor_network, critic1))
-    return actor_network, critic1, critic2
+    return actor_network, critic1, critic2, _sac_streams(
+        kind == 'discrete', actor_network, (critic1, critic2))
+
+
+def _sac_streams(discrete: bool, actor: Any,
+                 critics: Tuple[Any, Any]) -> NetworkStreams:
+    """SAC's state streams (see the module docstring): ``actor``;
+    ``critic<i>`` (a rollout stream too), ``target_critic<i>`` and, for
+    continuous actions, ``actor_critic<i>``, both from ``critic<i>``."""
+    networks, starts = {'actor': actor}, {'actor': 'actor'}
+    kinds = ('critic', 'target_critic') + (() if discrete else
+                                           ('actor_critic', ))
+    for i, critic in enumerate(critics, 1):
+        for kind in kinds:
+            networks['%s%d' % (kind, i)] = critic
+            starts['%s%d' % (kind, i)] = 'critic%d' % i
+    return NetworkStreams(networks, starts)
 
 
 # ---------------------------------------------------------------- algorithm
@@ -225,7 +248,7 @@ class SacAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
 
     Raises:
         ValueError: an action spec that is neither continuous nor one scalar
-            bounded integer; recurrent networks; bad gamma/tau/period.
+            bounded integer; bad gamma/tau/period.
         TypeError: a retired argument name.
     """
 
@@ -254,11 +277,12 @@ class SacAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
         _check_temperature_arguments(entropy_target_ctor, alpha_optimizer,
                                      target_entropy)
         self._gamma = check_unit_interval('SacAlgorithm', 'gamma', gamma)
-        actor_network, critic1, critic2 = _build_networks(
+        actor_network, critic1, critic2, streams = _build_networks(
             kind, observation_spec, action_spec, actor_network_ctor,
             critic_network_ctor)
         super().__init__(observation_spec, action_spec, optimizer=optimizer,
-                         name=name, **kwargs)
+                         name=name, **streams.state_specs(), **kwargs)
+        self._streams = streams
         self._discrete = kind == 'discrete'
         self._actor_network = actor_network
         self._critic1 = critic1
@@ -278,8 +302,7 @@ class SacAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
         self._target_updater = PeriodicSoftUpdate(
             self._target_critic1.variables + self._target_critic2.variables,
             critic1.variables + critic2.variables,
-            tau=tau,
-            period=target_update_period)
+            tau=tau, period=target_update_period)
         # The one scalar integer spec of discrete SAC.
         self._discrete_spec = tf.nest.flatten(action_spec)[0]
 
@@ -310,54 +333,41 @@ class SacAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
 
         Args:
             time_step: ``TimeStep`` with [B, ...] leaves.
-            state: ``()``.
+            state: the actor's state (``()`` if feed-forward).
         Returns:
-            ``PolicyStep(action [B, ...], (), ())``.
+            ``PolicyStep(action [B, ...], state, ())``.
         """
-        dist, _ = self._actor_network(time_step.observation)
+        step = self._streams.step(state, 'predict')
+        dist, _ = step('actor', self._actor_network)(time_step.observation)
         action = alf_specs.cast_and_clip_to_spec(dist_ops.mode(dist),
                                                  self.action_spec)
-        return PolicyStep(action=action, state=state)
+        return PolicyStep(action=action, state=step.state)
 
     def rollout(self, time_step: TimeStep, state: Nest) -> PolicyStep:
         """Exploration action sampled from the actor.
 
         Args:
             time_step: ``TimeStep`` with [B, ...] leaves.
-            state: ``()``.
+            state: the rollout streams' states (``()`` if feed-forward).
         Returns:
-            ``PolicyStep(action [B, ...], (), info=())``.
+            ``PolicyStep(action [B, ...], state, info=())``.
         """
-        dist, _ = self._actor_network(time_step.observation)
+        observation = time_step.observation
+        step = self._streams.step(state, 'rollout')
+        dist, _ = step('actor', self._actor_network)(observation)
         action = dist_ops.sample_action_distribution(
             dist, seed=make_stateless_seed())
         action = alf_specs.cast_and_clip_to_spec(action, self.action_spec)
-        return PolicyStep(action=action, state=state)
+        for name in self._streams.names('rollout'):
+            if name != 'actor':  # a critic, at the action taken
+                step(name, self._streams.network(name))(
+                    observation if self._discrete else (observation, action))
+        return PolicyStep(action=action, state=step.state)
 
-    def _policy_and_target(self, observation: Nest, alpha: tf.Tensor,
-                           with_target: bool = True
-                           ) -> Tuple[Nest, Any, tf.Tensor]:
-        """A fresh action, the policy terms and the target soft value at s.
-
-        Args:
-            observation: nest of [B, ...].
-            alpha: [] float32 temperature (gradient stopped).
-            with_target: False: skip the target critics, zeros for the
-                target value (a row no target reads).
-        Returns:
-            ``(action [B, ...], policy, target value [B] no gradient)``;
-            ``policy`` is ``log pi(action|s)`` [B] (continuous; the sample
-            keeps its gradient) or ``(pi, log pi)`` [B, n] (discrete).
-        """
-        dist, _ = self._actor_network(observation)
-        target_critics = (self._target_critic1, self._target_critic2)
-        if self._discrete:
-            return _discrete_policy_and_target(
-                dist, observation, self.action_spec, self._discrete_spec,
-                target_critics, alpha, with_target)
-        return _continuous_policy_and_target(dist, observation,
-                                             target_critics, alpha,
-                                             with_target)
+    def train_state_from_rollout_state(self, state: Nest) -> Nest:
+        """Every stream's state from its rollout stream's stored one (see
+        the module docstring; ``()`` if feed-forward)."""
+        return self._streams.start(state)
 
     def train_step(self, exp: Experience, state: Nest) -> PolicyStep:
         """Recomputes critics, target value and actor/alpha losses at s_t.
@@ -365,9 +375,9 @@ class SacAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
         Args:
             exp: ``Experience`` with [B, ...] leaves (``exp.action`` is the
                 replayed action a_t).
-            state: ``()``.
+            state: the train streams' states (``()`` if feed-forward).
         Returns:
-            ``PolicyStep(action [B, ...] a fresh sample, (), SacInfo)``.
+            ``PolicyStep(action [B, ...] a fresh sample, state, SacInfo)``.
         """
         return self._train_step(exp, state, with_target=True)
 
@@ -377,34 +387,39 @@ class SacAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
 
         The first row of a sequence is never a bootstrap value, so its
         ``target_value`` is zeros: two target-critic passes fewer per
-        update.
+        update (not with recurrent networks: the targets' states advance).
 
         Args:
             exp: ``Experience`` with [B, ...] leaves.
-            state: ``()``.
+            state: the train streams' states (``()`` if feed-forward).
         Returns:
-            ``PolicyStep(action [B, ...] a fresh sample, (), SacInfo)``
+            ``PolicyStep(action [B, ...] a fresh sample, state, SacInfo)``
             whose ``target_value`` is zeros.
         """
-        return self._train_step(exp, state, with_target=False)
+        return self._train_step(exp, state,
+                                with_target=self._streams.recurrent)
 
     def _train_step(self, exp, state, with_target):
         """``train_step`` (with the target value iff ``with_target``)."""
         alpha = tf.stop_gradient(tf.exp(self._log_alpha))
-        action, policy, target_value = self._policy_and_target(
-            exp.observation, alpha, with_target)
-        critics = (self._critic1, self._critic2)
+        step = self._streams.step(state)
+        action, policy, target_value = _policy_and_target(
+            self, step, exp.observation, alpha, with_target)
+        critics = (step('critic1', self._critic1),
+                   step('critic2', self._critic2))
         if self._discrete:
             q1, q2, actor_loss, entropy = _discrete_terms(
                 critics, exp, self._discrete_spec, *policy, alpha)
         else:
             q1, q2, actor_loss, entropy = _continuous_terms(
-                critics, exp, self.action_spec, action, policy, alpha)
+                critics, (step('actor_critic1', self._critic1),
+                          step('actor_critic2', self._critic2)),
+                exp, self.action_spec, action, policy, alpha)
         alpha_loss = (tf.zeros_like(entropy)
                       if self._entropy_target is not None else
                       temperature_loss(self._log_alpha, entropy,
                                        self._target_entropy))
-        return PolicyStep(action=action, state=state, info=SacInfo(
+        return PolicyStep(action=action, state=step.state, info=SacInfo(
             critic1=q1, critic2=q2, target_value=target_value,
             actor_loss=actor_loss, alpha_loss=alpha_loss, entropy=entropy))
 
@@ -417,17 +432,18 @@ class SacAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
 
         Args:
             exp: ``Experience`` with [B, ...] leaves.
-            state: ``()``.
+            state: the train streams' states (``()`` if feed-forward).
         Returns:
             ``PolicyStep`` with ``SacInfo`` whose fields other than
             ``target_value`` are zeros.
         """
         alpha = tf.stop_gradient(tf.exp(self._log_alpha))
-        action, _, target_value = self._policy_and_target(
-            exp.observation, alpha)
+        step = self._streams.step(state)
+        action, _, target_value = _policy_and_target(
+            self, step, exp.observation, alpha)
         zeros = tf.zeros_like(target_value)
         info = SacInfo(*[zeros] * len(SacInfo._fields))
-        return PolicyStep(action=action, state=state,
+        return PolicyStep(action=action, state=step.state,
                           info=info._replace(target_value=target_value))
 
     # ------------------------------------------------------------ loss
@@ -478,6 +494,35 @@ class SacAlgorithm(TDErrorPriority, OffPolicyAlgorithm):
             self._entropy_target.adjust_alpha(training_info.info.entropy,
                                               mask)
         self._target_updater()
+
+
+def _policy_and_target(sac: SacAlgorithm, step: StreamStep,
+                       observation: Nest, alpha: tf.Tensor,
+                       with_target: bool = True
+                       ) -> Tuple[Nest, Any, tf.Tensor]:
+    """A fresh action, the policy terms and the target soft value at s.
+
+    Args:
+        sac: the algorithm (its actor and target critics).
+        step: the ``StreamStep`` of the networks' states.
+        observation: nest of [B, ...].
+        alpha: [] float32 temperature (gradient stopped).
+        with_target: False: skip the target critics, zeros for the
+            target value (a row no target reads).
+    Returns:
+        ``(action [B, ...], policy, target value [B] no gradient)``;
+        ``policy`` is ``log pi(action|s)`` [B] (continuous; the sample
+        keeps its gradient) or ``(pi, log pi)`` [B, n] (discrete).
+    """
+    dist, _ = step('actor', sac.actor_network)(observation)
+    target_critics = (step('target_critic1', sac._target_critic1),
+                      step('target_critic2', sac._target_critic2))
+    if sac._discrete:
+        return _discrete_policy_and_target(
+            dist, observation, sac.action_spec, sac._discrete_spec,
+            target_critics, alpha, with_target)
+    return _continuous_policy_and_target(dist, observation, target_critics,
+                                         alpha, with_target)
 
 
 def _temperature(entropy_target_ctor: Optional[Callable],
@@ -554,12 +599,14 @@ def _continuous_policy_and_target(dist: Any, observation: Nest,
         soft_state_value(target_q, log_pi, alpha))
 
 
-def _continuous_terms(critics: Tuple[Any, Any], exp: Experience,
+def _continuous_terms(critics: Tuple[Any, Any],
+                      actor_critics: Tuple[Any, Any], exp: Experience,
                       action_spec: Nest, action: Nest, log_pi: tf.Tensor,
                       alpha: tf.Tensor) -> tuple:
     """``(q1, q2, actor loss, entropy)`` [B] of continuous SAC: the
-    critics on the replayed action, the actor loss on the fresh ``action``
-    through ``dQ/da``."""
+    ``critics`` on the replayed action, the actor loss on the fresh
+    ``action`` through ``dQ/da`` of the ``actor_critics`` (the same
+    networks, in streams of their own)."""
     observation = exp.observation
     critic_input_action = dist_ops.cast_to_spec(exp.action, action_spec)
     q1, _ = critics[0]((observation, critic_input_action))
@@ -570,8 +617,8 @@ def _continuous_terms(critics: Tuple[Any, Any], exp: Experience,
     with tf.GradientTape(watch_accessed_variables=False) as tape:
         tape.watch(flat_action)
         a = tf.nest.pack_sequence_as(action, flat_action)
-        q_new = tf.minimum(critics[0]((observation, a))[0],
-                           critics[1]((observation, a))[0])
+        q_new = tf.minimum(actor_critics[0]((observation, a))[0],
+                           actor_critics[1]((observation, a))[0])
     dqda = tape.gradient(q_new, flat_action)
     actor_loss = soft_actor_loss(log_pi, q_new, flat_action, dqda, alpha)
     return q1, q2, actor_loss, -tf.stop_gradient(log_pi)

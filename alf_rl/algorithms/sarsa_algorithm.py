@@ -24,6 +24,13 @@ Deviations / choices:
   next action comes from an older behaviour policy.
 - Exploration noise stddevs are in units of the action half-range (as
   ``DdpgAlgorithm``); the OU process lives in the rollout state.
+- A recurrent actor or critic (``ActorNetwork`` with
+  ``encoding_network_ctor=LSTMEncodingNetwork``, ``CriticRnnNetwork``)
+  keeps one state per call site (``alf_rl.algorithms.network_streams``):
+  the actor; the critic at the stored action (advanced by ``rollout`` at
+  the action taken, and stored); the critic at ``mu(s)`` (the actor's
+  loss) and the target critic, both from the critic's stored state. Then
+  ``first_train_step`` runs the whole ``train_step``.
 """
 
 from typing import Any, Callable, Optional
@@ -36,6 +43,7 @@ from alf_rl.algorithms.config_checks import (check_unit_interval,
 from alf_rl.algorithms.deterministic_actor import (
     DeterministicActorMixin, ExplorationNoise, actor_dqda_loss,
     check_continuous_action_spec)
+from alf_rl.algorithms.network_streams import NetworkStreams
 from alf_rl.algorithms.off_policy_algorithm import OffPolicyAlgorithm
 from alf_rl.algorithms.replay_training import TDErrorPriority
 from alf_rl.data_structures import (Experience, LossInfo, PolicyStep,
@@ -45,7 +53,6 @@ from alf_rl.networks.target_network import PeriodicSoftUpdate, TargetNetwork
 from alf_rl.ops.losses import element_wise_squared_loss
 from alf_rl.ops.masks import pad_last_row
 from alf_rl.ops.td_targets import one_step_td_target
-from alf_rl.utils.common import check_feed_forward
 
 from alf_rl.utils.nest import Nest
 
@@ -54,6 +61,8 @@ SarsaRolloutState = namedtuple(
     [
         'ou_noise',  # nest like action_spec of [B, ...] float32 OU value in
         # half-range units ('ou' exploration only, else ())
+        'networks',  # {stream: state} of the recurrent networks' rollout
+        # streams (see network_streams), else ()
     ],
     default_value=())
 
@@ -107,8 +116,8 @@ class SarsaAlgorithm(DeterministicActorMixin, TDErrorPriority,
             clipping, reward shaping, observation transformers).
 
     Raises:
-        ValueError: discrete or unbounded action specs, recurrent networks,
-            an unknown ``exploration_noise`` or out-of-range numbers.
+        ValueError: discrete or unbounded action specs, an unknown
+            ``exploration_noise`` or out-of-range numbers.
         TypeError: a retired argument name (``target_update_tau``,
             ``td_loss_fn``).
     """
@@ -139,11 +148,16 @@ class SarsaAlgorithm(DeterministicActorMixin, TDErrorPriority,
         gamma = check_unit_interval(name, 'gamma', gamma)
         actor_network = actor_network_ctor(observation_spec, action_spec)
         critic_network = critic_network_ctor((observation_spec, action_spec))
-        check_feed_forward(name, (actor_network, critic_network))
-        super().__init__(observation_spec, action_spec, train_state_spec=(),
-                         rollout_state_spec=SarsaRolloutState(
-                             ou_noise=noise.ou_state_spec),
-                         predict_state_spec=(), name=name, **kwargs)
+        streams = NetworkStreams(
+            dict(actor=actor_network, critic=critic_network,
+                 actor_critic=critic_network, target_critic=critic_network),
+            dict(actor='actor', critic='critic', actor_critic='critic',
+                 target_critic='critic'))
+        super().__init__(observation_spec, action_spec, name=name,
+                         **streams.state_specs(lambda spec: SarsaRolloutState(
+                             ou_noise=noise.ou_state_spec, networks=spec)),
+                         **kwargs)
+        self._streams = streams
         self._actor_network = actor_network
         self._critic_network = critic_network
         self._target_critic_network = TargetNetwork(
@@ -166,27 +180,29 @@ class SarsaAlgorithm(DeterministicActorMixin, TDErrorPriority,
         Args:
             exp: ``Experience`` with [B, ...] leaves (``exp.action`` the
                 action taken).
-            state: ``()``.
+            state: the train streams' states (``()`` if feed-forward).
         Returns:
-            ``PolicyStep(action=mu(s) [B, ...], state=(), info=SarsaInfo)``.
+            ``PolicyStep(action=mu(s) [B, ...], state, info=SarsaInfo)``.
         """
-        return self._train_step(exp, with_target=True)
+        return self._train_step(exp, state, with_target=True)
 
     def first_train_step(self, exp: Experience,
                          state: Nest) -> PolicyStep:
         """``train_step`` without the target critic (the first row).
 
         The first row of a sequence is never a bootstrap value, so its
-        ``target_critic`` is zeros.
+        ``target_critic`` is zeros (with recurrent networks it is computed:
+        the target critic's state advances).
 
         Args:
             exp: ``Experience`` with [B, ...] leaves.
-            state: ``()``.
+            state: the train streams' states (``()`` if feed-forward).
         Returns:
-            ``PolicyStep(action=mu(s) [B, ...], state=(), info=SarsaInfo)``
+            ``PolicyStep(action=mu(s) [B, ...], state, info=SarsaInfo)``
             whose ``target_critic`` is zeros.
         """
-        return self._train_step(exp, with_target=False)
+        return self._train_step(exp, state,
+                                with_target=self._streams.recurrent)
 
     def bootstrap_step(self, exp: Experience, state: Nest) -> PolicyStep:
         """Only the target critic at (s_t, a_t) (the last row).
@@ -195,35 +211,38 @@ class SarsaAlgorithm(DeterministicActorMixin, TDErrorPriority,
 
         Args:
             exp: ``Experience`` with [B, ...] leaves.
-            state: ``()``.
+            state: the train streams' states (``()`` if feed-forward).
         Returns:
-            ``PolicyStep(action=a_t, state=(), info=SarsaInfo)`` whose
+            ``PolicyStep(action=a_t, state, info=SarsaInfo)`` whose
             ``critic`` and ``actor_loss`` are zeros.
         """
-        target_q, _ = self._target_critic_network(
+        step = self._streams.step(state)
+        target_q, _ = step('target_critic', self._target_critic_network)(
             (exp.observation, exp.action))
         zeros = tf.zeros_like(target_q)
         return PolicyStep(action=exp.action,
-                          state=(),
+                          state=step.state,
                           info=SarsaInfo(critic=zeros,
                                          target_critic=tf.stop_gradient(
                                              target_q),
                                          actor_loss=zeros))
 
-    def _train_step(self, exp, with_target):
+    def _train_step(self, exp, state, with_target):
         """``train_step`` (with the target value iff ``with_target``)."""
         observation = exp.observation
-        q, _ = self._critic_network((observation, exp.action))
+        step = self._streams.step(state)
+        q, _ = step('critic', self._critic_network)((observation, exp.action))
         if with_target:
-            target_q, _ = self._target_critic_network(
+            target_q, _ = step('target_critic', self._target_critic_network)(
                 (observation, exp.action))
         else:
             target_q = tf.zeros_like(q)
-        action, _ = self._actor_network(observation)
-        actor_loss = actor_dqda_loss(self._critic_network, observation,
-                                     action, self._dqda_clipping)
+        action, _ = step('actor', self._actor_network)(observation)
+        actor_loss = actor_dqda_loss(
+            step('actor_critic', self._critic_network), observation, action,
+            self._dqda_clipping)
         return PolicyStep(action=action,
-                          state=(),
+                          state=step.state,
                           info=SarsaInfo(
                               critic=q,
                               target_critic=tf.stop_gradient(target_q),

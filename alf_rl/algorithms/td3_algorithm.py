@@ -34,6 +34,7 @@ import tensorflow as tf
 from alf_rl import specs as alf_specs
 from alf_rl.algorithms.ddpg_algorithm import DdpgAlgorithm
 from alf_rl.algorithms.deterministic_actor import leaf_seeds
+from alf_rl.algorithms.network_streams import StreamStep
 from alf_rl.data_structures import TrainingInfo
 from alf_rl.ops.exploration import smoothed_target_action
 
@@ -113,9 +114,10 @@ class Td3Algorithm(DdpgAlgorithm):
         """int: the actor and targets move once every this many updates."""
         return self._actor_update_period
 
-    def _target_action(self, observation: Nest) -> Nest:
+    def _target_action(self, step: StreamStep, observation: Nest) -> Nest:
         """``clip(mu'(s') + clipped noise)`` (target policy smoothing)."""
-        action, _ = self._target_actor_network(observation)
+        action, _ = step('target_actor',
+                         self._target_actor_network)(observation)
         flat = tf.nest.flatten(action)
         seeds = leaf_seeds(len(flat))
         flat = [

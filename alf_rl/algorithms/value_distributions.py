@@ -106,33 +106,25 @@ class ValueDistribution(object):
         return tf.zeros_like(target_value), ()
 
     def loss(
-        self,
-        info: Any,
-        reward: tf.Tensor,
-        discount: tf.Tensor,
-        step_type: tf.Tensor,
-        gamma: float,
-        td_error_loss_fn: Callable,
+        self, training_info: Any, gamma: float, td_error_loss_fn: Callable
     ) -> Tuple[tf.Tensor, tf.Tensor]:
         """Loss of rows 0..T-2 against their n-step targets.
 
         Args:
-            info: ``DqnInfo`` of [T, B, ...] tensors.
-            reward: [T, B] float32.
-            discount: [T, B] float32 0/1 termination mask.
-            step_type: [T, B] int32.
+            training_info: ``TrainingInfo`` of [T, B] ``reward``,
+                ``discount`` (0/1 termination mask) and ``step_type``, and
+                ``info`` a ``DqnInfo`` of [T, B, ...] tensors.
             gamma: discount factor.
             td_error_loss_fn: the scalar loss (``ScalarValues`` only).
         Returns:
             ``(loss, td_error)``: [T-1, B] float32 each; ``td_error`` (no
             gradient) is the priority's source.
         """
+        info = training_info.info
         target_value = info.target_value
         if self._value_rescaling:
             target_value = inverse_value_rescale(target_value)
-        returns = n_step_returns(
-            reward, discount, step_type, target_value, gamma
-        )
+        returns = _n_step(n_step_returns, training_info, target_value, gamma)
         if self._value_rescaling:
             returns = value_rescale(returns)
         q_value = info.q_value[:-1]
@@ -140,6 +132,34 @@ class ValueDistribution(object):
             td_error_loss_fn(returns, q_value),
             tf.stop_gradient(returns - q_value),
         )
+
+
+def _n_step(targets_fn: Callable, training_info: Any, *args: Any) -> tf.Tensor:
+    """``targets_fn(reward, discount, step_type, *args)`` of the [T, B]
+    ``training_info``."""
+    return targets_fn(
+        training_info.reward,
+        training_info.discount,
+        training_info.step_type,
+        *args,
+    )
+
+
+class _ReturnDistribution(ValueDistribution):
+    """A distribution of the return, trained by ``distribution_loss``,
+    which is also the priority (as in Rainbow)."""
+
+    def loss(
+        self, training_info: Any, gamma: float, td_error_loss_fn: Callable
+    ) -> Tuple[tf.Tensor, tf.Tensor]:
+        """``(loss, loss without gradient)`` (see the base)."""
+        del td_error_loss_fn
+        loss = self.distribution_loss(training_info, gamma)
+        return loss, tf.stop_gradient(loss)
+
+    def distribution_loss(self, training_info: Any, gamma: float) -> tf.Tensor:
+        """[T-1, B] loss of rows 0..T-2 (see ``loss``)."""
+        raise NotImplementedError()
 
 
 @gin.configurable
@@ -162,7 +182,7 @@ class ScalarValues(ValueDistribution):
 
 
 @gin.configurable
-class CategoricalValues(ValueDistribution):
+class CategoricalValues(_ReturnDistribution):
     """C51: probabilities on ``num_atoms`` atoms evenly spaced in
     ``[v_min, v_max]``.
 
@@ -202,26 +222,21 @@ class CategoricalValues(ValueDistribution):
         """Probabilities of the bootstrap action, [B, N]."""
         return tf.exp(values)
 
-    def loss(
-        self,
-        info: Any,
-        reward: tf.Tensor,
-        discount: tf.Tensor,
-        step_type: tf.Tensor,
-        gamma: float,
-        td_error_loss_fn: Callable,
-    ) -> Tuple[tf.Tensor, tf.Tensor]:
-        """Cross-entropy to ``categorical_n_step_targets`` (see base)."""
-        del td_error_loss_fn
-        target = dist.categorical_n_step_targets(
-            reward, discount, step_type, info.target_value, self.atoms, gamma
+    def distribution_loss(self, training_info: Any, gamma: float) -> tf.Tensor:
+        """Cross-entropy to ``categorical_n_step_targets``."""
+        info = training_info.info
+        target = _n_step(
+            dist.categorical_n_step_targets,
+            training_info,
+            info.target_value,
+            self.atoms,
+            gamma,
         )
-        loss = dist.categorical_cross_entropy(target, info.q_value[:-1])
-        return loss, tf.stop_gradient(loss)
+        return dist.categorical_cross_entropy(target, info.q_value[:-1])
 
 
 @gin.configurable
-class QuantileValues(ValueDistribution):
+class QuantileValues(_ReturnDistribution):
     """QR-DQN: ``num_quantiles`` quantiles at fixed midpoint fractions.
 
     Args:
@@ -252,24 +267,18 @@ class QuantileValues(ValueDistribution):
         del info
         return dist.quantile_midpoints(self._num_quantiles)
 
-    def loss(
-        self,
-        info: Any,
-        reward: tf.Tensor,
-        discount: tf.Tensor,
-        step_type: tf.Tensor,
-        gamma: float,
-        td_error_loss_fn: Callable,
-    ) -> Tuple[tf.Tensor, tf.Tensor]:
-        """Quantile Huber loss to ``quantile_n_step_targets`` (see base)."""
-        del td_error_loss_fn
-        targets = dist.quantile_n_step_targets(
-            reward, discount, step_type, info.target_value, gamma
+    def distribution_loss(self, training_info: Any, gamma: float) -> tf.Tensor:
+        """Quantile Huber loss to ``quantile_n_step_targets``."""
+        info = training_info.info
+        targets = _n_step(
+            dist.quantile_n_step_targets,
+            training_info,
+            info.target_value,
+            gamma,
         )
-        loss = dist.quantile_huber_loss(
+        return dist.quantile_huber_loss(
             info.q_value[:-1], targets, self._fractions(info), self._kappa
         )
-        return loss, tf.stop_gradient(loss)
 
 
 @gin.configurable

@@ -19,6 +19,7 @@ from alf_rl.networks.actor_network import ActorNetwork
 from alf_rl.networks.rnn_networks import (ActorDistributionRnnNetwork,
                                           LSTMEncodingNetwork, QRnnNetwork,
                                           ValueRnnNetwork)
+from alf_rl.networks.critic_rnn_network import CriticRnnNetwork
 from alf_rl.networks.ensemble_network import EnsembleNetwork
 
 __all__ = [
@@ -27,5 +28,6 @@ __all__ = [
     'NormalProjectionNetwork', 'ActorDistributionNetwork', 'ValueNetwork',
     'CriticNetwork', 'QNetwork', 'ActorNetwork', 'LSTMEncodingNetwork',
     'ActorDistributionRnnNetwork', 'ValueRnnNetwork', 'QRnnNetwork',
+    'CriticRnnNetwork',
     'EnsembleNetwork'
 ]

@@ -15,6 +15,22 @@ from alf_rl.networks.network import Initializer, Network, _ctor_args
 from alf_rl.utils.nest import Nest
 
 
+def critic_input_spec(name: str,
+                      input_tensor_spec: Any) -> Tuple[Nest, Nest]:
+    """``(observation_spec, action_spec)`` of a critic's
+    ``input_tensor_spec``.
+
+    Raises:
+        ValueError: ``input_tensor_spec`` is not a pair.
+    """
+    if not (isinstance(input_tensor_spec, (tuple, list))
+            and len(input_tensor_spec) == 2):
+        raise ValueError(
+            "%s: input_tensor_spec must be (observation_spec, "
+            "action_spec), got %s" % (name, input_tensor_spec))
+    return (input_tensor_spec[0], input_tensor_spec[1])
+
+
 @gin.configurable
 class CriticNetwork(Network):
     """Q(s, a): encodes observation and action separately, concatenates,
@@ -51,12 +67,7 @@ class CriticNetwork(Network):
                  kernel_initializer: Initializer = None,
                  name: str = 'CriticNetwork'):
         ctor_args = _ctor_args(locals())
-        if not (isinstance(input_tensor_spec, (tuple, list))
-                and len(input_tensor_spec) == 2):
-            raise ValueError(
-                "%s: input_tensor_spec must be (observation_spec, "
-                "action_spec), got %s" % (name, input_tensor_spec))
-        input_tensor_spec = (input_tensor_spec[0], input_tensor_spec[1])
+        input_tensor_spec = critic_input_spec(name, input_tensor_spec)
         super().__init__(input_tensor_spec, name=name)
         self._set_ctor_args(ctor_args)
         observation_spec, action_spec = input_tensor_spec

@@ -25,7 +25,7 @@ deterministic); ``resample_noise()`` draws new noise for all of them.
 """
 
 import functools
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import gin
 import tensorflow as tf
@@ -179,6 +179,34 @@ class DistributionalQNetwork(EncoderHead):
                 kernel_initializer,
             )
 
+    def _init_head(
+        self,
+        ctor_args: Dict[str, Any],
+        own: str,
+        minimum: int,
+        num_outputs: Optional[int],
+    ) -> None:
+        """The constructor of a head with one integer argument of its own.
+
+        Args:
+            ctor_args: the head's ``_ctor_args(locals(), 'kwargs')``, taken
+                on its constructor's first line (kept for ``copy()``).
+            own: the name of its own argument (the others are this
+                class's).
+            minimum: the smallest value it may take.
+            num_outputs: the ``num_outputs`` it implies.
+        Raises:
+            ValueError: the argument is below ``minimum``.
+        """
+        if int(ctor_args[own]) < minimum:
+            raise ValueError(
+                "%s: %s must be >= %d, got %r"
+                % (ctor_args['name'], own, minimum, ctor_args[own])
+            )
+        args = {k: v for k, v in ctor_args.items() if k != own}
+        DistributionalQNetwork.__init__(self, num_outputs=num_outputs, **args)
+        self._set_ctor_args(ctor_args)
+
     def _check_args(
         self, action_spec: Any, num_outputs: Optional[int], sigma0: float
     ) -> None:
@@ -303,26 +331,8 @@ class CategoricalQNetwork(DistributionalQNetwork):
         name: str = 'CategoricalQNetwork',
         **kwargs: Any,
     ):
-        if int(num_atoms) < 2:
-            raise ValueError(
-                "%s: num_atoms must be >= 2, got %r" % (name, num_atoms)
-            )
-        super().__init__(
-            input_tensor_spec,
-            action_spec,
-            num_outputs=int(num_atoms),
-            name=name,
-            **kwargs,
-        )
-        self._set_ctor_args(
-            dict(
-                input_tensor_spec=input_tensor_spec,
-                action_spec=action_spec,
-                num_atoms=num_atoms,
-                name=name,
-                **kwargs,
-            )
-        )
+        ctor_args = _ctor_args(locals(), 'kwargs')
+        self._init_head(ctor_args, 'num_atoms', 2, int(num_atoms))
 
     def _head(self, h: tf.Tensor) -> tf.Tensor:
         return tf.nn.log_softmax(self._values(h), axis=-1)
@@ -351,22 +361,8 @@ class QuantileQNetwork(DistributionalQNetwork):
         name: str = 'QuantileQNetwork',
         **kwargs: Any,
     ):
-        super().__init__(
-            input_tensor_spec,
-            action_spec,
-            num_outputs=int(num_quantiles),
-            name=name,
-            **kwargs,
-        )
-        self._set_ctor_args(
-            dict(
-                input_tensor_spec=input_tensor_spec,
-                action_spec=action_spec,
-                num_quantiles=num_quantiles,
-                name=name,
-                **kwargs,
-            )
-        )
+        ctor_args = _ctor_args(locals(), 'kwargs')
+        self._init_head(ctor_args, 'num_quantiles', 1, int(num_quantiles))
 
 
 @gin.configurable
@@ -396,28 +392,9 @@ class ImplicitQuantileQNetwork(DistributionalQNetwork):
         name: str = 'ImplicitQuantileQNetwork',
         **kwargs: Any,
     ):
-        if int(embedding_dim) < 1:
-            raise ValueError(
-                "%s: embedding_dim must be >= 1, got %r"
-                % (name, embedding_dim)
-            )
+        ctor_args = _ctor_args(locals(), 'kwargs')
         self._embedding_dim = int(embedding_dim)
-        super().__init__(
-            input_tensor_spec,
-            action_spec,
-            num_outputs=None,
-            name=name,
-            **kwargs,
-        )
-        self._set_ctor_args(
-            dict(
-                input_tensor_spec=input_tensor_spec,
-                action_spec=action_spec,
-                embedding_dim=embedding_dim,
-                name=name,
-                **kwargs,
-            )
-        )
+        self._init_head(ctor_args, 'embedding_dim', 1, None)
 
     def _head_input_size(self, activation: Activation) -> int:
         del activation

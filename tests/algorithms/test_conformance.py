@@ -101,7 +101,8 @@ from alf_rl.networks.distributional_q_networks import (
 from alf_rl.networks import (ActorDistributionNetwork, ActorNetwork,
                              CriticNetwork, EncodingNetwork, Network,
                              NormalProjectionNetwork, QNetwork, QRnnNetwork,
-                             ValueNetwork)
+                             ValueNetwork, ActorDistributionRnnNetwork,
+                             CriticRnnNetwork, LSTMEncodingNetwork)
 from alf_rl.utils.common import reset_state_if_necessary, set_random_seed
 
 RTOL, ATOL = 1e-5, 1e-6
@@ -246,17 +247,31 @@ def _iql(obs, act):
     return alg, {'all': opt}
 
 
-def _ddpg(obs, act, cls=DdpgAlgorithm):
+#: Recurrent actor-critic cases: LSTM encoders, sequences of 4 from the
+#: stored rollout state, the first row a burn-in.
+_LSTM = dict(input_fc_layer_params=HIDDEN, lstm_size=HIDDEN)
+_RECURRENT_REPLAY = dict(use_rollout_state=True, burn_in_steps=1)
+
+
+def _rnn_critic():
+    return functools.partial(CriticRnnNetwork, joint_fc_layer_params=HIDDEN,
+                             lstm_size=HIDDEN)
+
+
+def _ddpg(obs, act, cls=DdpgAlgorithm, recurrent=False):
     actor, critic = _adam(), _adam()
     alg = cls(obs, act,
-              actor_network_ctor=_actor(),
-              critic_network_ctor=_critic(),
+              actor_network_ctor=functools.partial(
+                  ActorNetwork, encoding_network_ctor=LSTMEncodingNetwork,
+                  **_LSTM) if recurrent else _actor(),
+              critic_network_ctor=_rnn_critic() if recurrent else _critic(),
               actor_optimizer=actor,
-              critic_optimizer=critic)
+              critic_optimizer=critic,
+              **(_RECURRENT_REPLAY if recurrent else {}))
     return alg, {'actor': actor, 'critic': critic}
 
 
-def _sac(obs, act, entropy_target: bool = False):
+def _sac(obs, act, entropy_target: bool = False, recurrent: bool = False):
     discrete = act.dtype.is_integer
     actor, critic, alpha = _adam(), _adam(), _adam()
     if entropy_target:
@@ -264,9 +279,19 @@ def _sac(obs, act, entropy_target: bool = False):
             EntropyTargetAlgorithm, initial_alpha=0.2, max_entropy=10.0))
     else:
         kwargs = dict(alpha_optimizer=alpha)
+    actor_ctor = _actor_distribution(not discrete)
+    critic_ctor = _q() if discrete else _critic()
+    if recurrent:  # continuous
+        actor_ctor = functools.partial(
+            ActorDistributionRnnNetwork,
+            continuous_projection_net_ctor=functools.partial(
+                NormalProjectionNetwork, scale_distribution=True,
+                state_dependent_std=True), **_LSTM)
+        critic_ctor = _rnn_critic()
+        kwargs.update(_RECURRENT_REPLAY)
     alg = SacAlgorithm(obs, act,
-                       actor_network_ctor=_actor_distribution(not discrete),
-                       critic_network_ctor=_q() if discrete else _critic(),
+                       actor_network_ctor=actor_ctor,
+                       critic_network_ctor=critic_ctor,
                        actor_optimizer=actor,
                        critic_optimizer=critic,
                        **kwargs)
@@ -276,16 +301,21 @@ def _sac(obs, act, entropy_target: bool = False):
     return alg, roles
 
 
-def _sarsa(obs, act):
+def _sarsa(obs, act, recurrent=False):
     actor, critic = _adam(), _adam()
     # target_update_period=1: the target update runs in every compared
     # iteration (and must match eagerly and compiled).
     alg = SarsaAlgorithm(obs, act,
-                         actor_network_ctor=_actor(),
-                         critic_network_ctor=_critic(),
+                         actor_network_ctor=functools.partial(
+                             ActorNetwork,
+                             encoding_network_ctor=LSTMEncodingNetwork,
+                             **_LSTM) if recurrent else _actor(),
+                         critic_network_ctor=(_rnn_critic() if recurrent
+                                              else _critic()),
                          actor_optimizer=actor,
                          critic_optimizer=critic,
-                         target_update_period=1)
+                         target_update_period=1,
+                         **(_RECURRENT_REPLAY if recurrent else {}))
     return alg, {'actor': actor, 'critic': critic}
 
 
@@ -561,6 +591,22 @@ CASES = [
          train_kwargs=_PAIRS, target_networks=2),
     Case('sarsa', SarsaAlgorithm, _sarsa, 'replay', 'continuous',
          train_kwargs=_PAIRS, target_networks=1),
+    # Recurrent actor and critics (sequences of 4 from the stored states,
+    # 1 burn-in row, 3 trained).
+    Case('ddpg_rnn', DdpgAlgorithm, functools.partial(_ddpg, recurrent=True),
+         'replay', 'continuous', target_networks=2),
+    Case('td3_rnn', Td3Algorithm,
+         functools.partial(_ddpg, cls=Td3Algorithm, recurrent=True),
+         'replay', 'continuous', target_networks=3,
+         zero_gradients={
+             0: ('actor', "TD3 delays the actor: it is updated on every "
+                 "actor_update_period(=2)-th update only")
+         }),
+    Case('sac_rnn', SacAlgorithm, functools.partial(_sac, recurrent=True),
+         'replay', 'continuous', target_networks=2),
+    Case('sarsa_rnn', SarsaAlgorithm,
+         functools.partial(_sarsa, recurrent=True), 'replay', 'continuous',
+         target_networks=1),
     # Sequences of 4: DQN's n-step returns over the unroll's while loop.
     Case('dqn', DqnAlgorithm, _dqn, 'replay', target_networks=1),
     # Sequences of 4 from the stored LSTM state: 1 burn-in row, 3 trained.
@@ -1076,9 +1122,12 @@ _ROW_HOOK_CASES = [
 ]
 
 
-#: (case, hook) pairs whose hook runs the full ``train_step``: a recurrent
-#: DQN's first row must advance the target network's state too.
-_HOOKS_THAT_SAVE_NOTHING = {('r2d2', 'first_train_step')}
+#: (case, hook) pairs whose hook runs the full ``train_step``: with
+#: recurrent networks the first row must advance the targets' states too.
+_HOOKS_THAT_SAVE_NOTHING = {
+    (name, 'first_train_step')
+    for name in ('r2d2', 'ddpg_rnn', 'td3_rnn', 'sac_rnn', 'sarsa_rnn')
+}
 
 
 @pytest.mark.parametrize('hook', ['first_train_step', 'bootstrap_step'])

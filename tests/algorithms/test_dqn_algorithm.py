@@ -205,27 +205,3 @@ def test_bad_hyperparameters_raise():
         DqnAlgorithm(tf.TensorSpec([1]), spec, epsilon_greedy=(1.5, 0.1))
     with pytest.raises(ValueError, match='epsilon_decay_steps'):
         DqnAlgorithm(tf.TensorSpec([1]), spec, epsilon_decay_steps=0)
-
-
-def test_dqn_learns_policy_unittest_env():
-    """Copy-the-observation task: greedy reward -> 1 within seconds."""
-    set_random_seed(0)
-    env = TFPyEnvironment(PolicyUnittestEnv(16, 6))
-    alg = _make_dqn(env, gamma=0.9, epsilon_greedy=(1.0, 0.1),
-                    epsilon_decay_steps=30, target_update_period=5,
-                    optimizer=tf_keras.optimizers.Adam(1e-2))
-    alg.prepare_off_policy_specs(16)
-    rollout = tf.function(alg.rollout)
-    # One traced update (tracing dominates this test), called 4 times per
-    # iteration on a random half of the 32 fresh two-step sequences.
-    train = tf.function(lambda exp: alg.train(
-        exp, mini_batch_size=16, mini_batch_length=2))
-    time_step = env.reset()
-    for _ in range(50):
-        exp, time_step = _collect(alg, env, time_step, 4, rollout)
-        for _ in range(4):
-            train(exp)
-    exp, _ = _collect(alg, env, env.reset(), 12, alg.predict)
-    rewards = exp.reward.numpy()
-    valid = exp.step_type.numpy() != StepType.FIRST
-    assert rewards[valid].mean() >= 0.95

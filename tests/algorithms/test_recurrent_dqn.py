@@ -13,11 +13,9 @@ from alf_rl.algorithms.replay_training import (
     unroll_training_rows,
 )
 from alf_rl.algorithms.value_distributions import ScalarValues
-from alf_rl.data_structures import make_experience
 from alf_rl.environments.suite_unittest import RNNPolicyUnittestEnv
 from alf_rl.environments.tf_environment import TFPyEnvironment
 from alf_rl.networks import QRnnNetwork
-from alf_rl.ops import distributions as dist_ops
 from alf_rl.ops.recurrent_replay import (
     inverse_value_rescale,
     sequence_priority,
@@ -25,6 +23,7 @@ from alf_rl.ops.recurrent_replay import (
 )
 from alf_rl.ops.td_targets import n_step_returns
 from alf_rl.utils.common import set_random_seed
+from recurrent_rollouts import collect_with_states, memory_task_reward
 
 
 def _make(env, **kwargs):
@@ -38,27 +37,6 @@ def _make(env, **kwargs):
         use_rollout_state=True,
         **kwargs,
     )
-
-
-def _collect(alg, env, num_steps):
-    """Rolls out from reset; returns Experience [T, B] with the states."""
-    time_step = env.reset()
-    state = alg.get_initial_rollout_state(env.batch_size)
-    exps = []
-    for _ in range(num_steps):
-        step = alg.rollout(time_step, state)
-        exps.append(
-            make_experience(
-                time_step,
-                step._replace(
-                    info=dist_ops.distributions_to_params(step.info)
-                ),
-                state,
-            )
-        )
-        state = step.state
-        time_step = env.step(step.action)
-    return tf.nest.map_structure(lambda *x: tf.stack(x), *exps)
 
 
 def _env(batch_size=4):
@@ -100,7 +78,7 @@ def test_recurrent_dqn_trains_with_burn_in(burn_in):
     set_random_seed(0)
     env = _env()
     alg = _make(env, burn_in_steps=burn_in)
-    exp = _collect(alg, env, 6)
+    exp = collect_with_states(alg, env, 6)
     assert exp.state[0][0].shape == (6, 4, 8)
     variables = {v.name: v for v in alg.trainable_variables}
     before = {k: v.numpy().copy() for k, v in variables.items()}
@@ -124,7 +102,7 @@ def test_burn_in_rows_only_refresh_the_state():
     env = _env()
     alg = _make(env, burn_in_steps=2)
     alg.prepare_off_policy_specs()
-    exp = _collect(alg, env, 7)
+    exp = collect_with_states(alg, env, 7)
 
     def loss(exp):
         state, rows = training_start_state(alg, exp)
@@ -159,7 +137,7 @@ def test_burn_in_leaving_too_few_rows_raises():
     set_random_seed(0)
     env = _env()
     alg = _make(env, burn_in_steps=3)
-    exp = _collect(alg, env, 4)
+    exp = collect_with_states(alg, env, 4)
     with pytest.raises(ValueError, match='burn_in_steps 3: it must be >= 5'):
         alg.train(exp)
     with pytest.raises(ValueError, match='burn_in_steps must be >= 0'):
@@ -172,7 +150,7 @@ def test_sequence_priority_of_trained_rows():
     set_random_seed(0)
     env = _env()
     alg = _make(env, burn_in_steps=1, sequence_priority_eta=0.9)
-    exp = _collect(alg, env, 6)
+    exp = collect_with_states(alg, env, 6)
     loss_info, priority = alg.train_with_priority(exp)
     assert priority.shape == (4,)
     # Reference: the same update's TD errors (before it changed the net)
@@ -204,7 +182,7 @@ def test_value_rescaling_targets():
         gamma=0.9,
     )
     alg.prepare_off_policy_specs()
-    exp = _collect(alg, env, 5)
+    exp = collect_with_states(alg, env, 5)
     state, rows = training_start_state(alg, exp)
     info = _unroll(alg, rows, state)
     per_step = alg.calc_loss(info)
@@ -255,22 +233,7 @@ def _memory_task_reward(recurrent, seed=0, iterations=40):
             optimizer=tf_keras.optimizers.Adam(1e-2),
         )
     alg.prepare_off_policy_specs(32)
-    train = tf.function(
-        lambda exp: alg.train(exp, num_updates=2, mini_batch_size=16)
-    )
-    for _ in range(iterations):
-        exp = _collect(alg, env, 10)
-        train(exp if recurrent else exp._replace(state=()))
-    time_step = env.reset()
-    state = alg.get_initial_rollout_state(32)
-    rewards = []
-    for t in range(6):
-        step = alg.predict(time_step, state)
-        state = step.state
-        time_step = env.step(step.action)
-        if t in (2, 3):  # rewarded with episode steps 3 and 4
-            rewards.append(time_step.reward.numpy())
-    return float(np.mean(rewards))
+    return memory_task_reward(alg, env, recurrent, iterations)
 
 
 def test_recurrent_dqn_remembers_and_feed_forward_does_not():

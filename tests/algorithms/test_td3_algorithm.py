@@ -154,7 +154,8 @@ def test_target_smoothing_noise_is_clipped_and_scaled():
     # The algorithm's smoothed target actions stay inside the spec.
     set_random_seed(0)
     alg = _td3(_env(), target_policy_noise=5.0, target_policy_noise_clip=5.)
-    a = alg._target_action(tf.random.uniform([256, 1])).numpy()
+    a = alg._target_action(alg._streams.step(()),
+                           tf.random.uniform([256, 1])).numpy()
     assert np.all(a >= 0.) and np.all(a <= 1.)
     assert np.mean(a == 1.) > 0.2
 

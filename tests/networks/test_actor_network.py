@@ -39,7 +39,10 @@ def test_nested_actions_in_bounds_with_right_shapes(outer_dims):
     np.testing.assert_allclose(actions['a'].numpy().reshape(-1, 2)[0],
                                [1., 5.])
     # [T, B] equals the flattened batch
+    # (both with the saturated weights; ``actions`` above came from other
+    # inputs).
     if len(outer_dims) == 2:
+        actions, _ = net(obs)
         flat, _ = net(tf.reshape(obs, [12, 3]))
         np.testing.assert_allclose(tf.reshape(actions['b'], [12]),
                                    flat['b'])
