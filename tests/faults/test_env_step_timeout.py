@@ -177,7 +177,10 @@ def env_name_file():
 '''
 
 
-def test_second_ctrl_c_aborts_while_an_environment_hangs(tmp_path):
+def start_hanging_run(tmp_path, gin_params):
+    """Starts ``alf-train`` (ac_cart_pole, no evaluation) with the user
+    module above and ``--gin_param``s ``gin_params``; returns the process
+    once environment 1 hangs (output piped, text)."""
     with open(tmp_path / 'hang_env.py', 'w') as f:
         f.write(textwrap.dedent(USER_MODULE))
     with open(tmp_path / 'hang.gin', 'w') as f:
@@ -187,23 +190,11 @@ def test_second_ctrl_c_aborts_while_an_environment_hangs(tmp_path):
     example = os.path.join(
         os.path.dirname(__file__), '..', '..', 'examples', 'ac_cart_pole.gin'
     )
-    cmd = [
-        sys.executable,
-        '-m',
-        'alf_rl.bin.train',
-        '--gin_file',
-        example,
-        '--gin_file',
-        str(tmp_path / 'hang.gin'),
-        '--root_dir',
-        str(tmp_path / 'run'),
-        '--module_path',
-        str(tmp_path),
-        '--gin_param',
-        'create_environment.step_timeout=None',
-        '--gin_param',
-        'TrainerConfig.evaluate=False',
-    ]
+    cmd = [sys.executable, '-m', 'alf_rl.bin.train', '--gin_file', example,
+           '--gin_file', str(tmp_path / 'hang.gin'), '--root_dir',
+           str(tmp_path / 'run'), '--module_path', str(tmp_path)]
+    for param in ['TrainerConfig.evaluate=False'] + list(gin_params):
+        cmd += ['--gin_param', param]
     proc = subprocess.Popen(
         cmd,
         stdout=subprocess.PIPE,
@@ -211,16 +202,21 @@ def test_second_ctrl_c_aborts_while_an_environment_hangs(tmp_path):
         text=True,
         env=dict(os.environ, HANG_DIR=str(tmp_path)),
     )
+    hanging = tmp_path / 'hanging'
+    deadline = time.time() + 180
+    while not hanging.exists() and proc.poll() is None and (
+        time.time() < deadline
+    ):
+        time.sleep(0.2)
+    if not hanging.exists():
+        proc.kill()
+        raise AssertionError(proc.communicate(timeout=5))
+    return proc
+
+
+def test_second_ctrl_c_aborts_while_an_environment_hangs(tmp_path):
+    proc = start_hanging_run(tmp_path, ['create_environment.step_timeout=None'])
     try:
-        hanging = tmp_path / 'hanging'
-        deadline = time.time() + 180
-        while (
-            not hanging.exists()
-            and proc.poll() is None
-            and (time.time() < deadline)
-        ):
-            time.sleep(0.2)
-        assert hanging.exists(), proc.communicate(timeout=5)
         proc.send_signal(signal.SIGINT)
         time.sleep(1.0)
         proc.send_signal(signal.SIGINT)

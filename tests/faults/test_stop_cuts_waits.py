@@ -5,9 +5,6 @@ request instead of at its own (minute-long) timeout."""
 
 import os
 import signal
-import subprocess
-import sys
-import textwrap
 import threading
 import time
 
@@ -25,7 +22,7 @@ from alf_rl.utils.stop_request import (
     cut_short,
 )
 
-from test_env_step_timeout import USER_MODULE, _batch
+from test_env_step_timeout import _batch, start_hanging_run
 from test_env_faults import _cart_pole_constructors
 
 
@@ -117,47 +114,9 @@ def test_the_learner_stops_waiting_for_actors_after_a_stop_request():
 def test_first_ctrl_c_ends_alf_train_while_an_environment_hangs(tmp_path):
     """One Ctrl-C, default step timeout (60 s): the run ends within a few
     seconds with exit 130, naming the environment; checkpoints stay."""
-    with open(tmp_path / 'hang_env.py', 'w') as f:
-        f.write(textwrap.dedent(USER_MODULE))
-    with open(tmp_path / 'hang.gin', 'w') as f:
-        f.write(
-            'import hang_env\ncreate_environment.env_load_fn = @hanging_load\n'
-            'TrainerConfig.checkpoint_interval = 1\n'
-        )
-    example = os.path.join(
-        os.path.dirname(__file__), '..', '..', 'examples', 'ac_cart_pole.gin'
-    )
     root = tmp_path / 'run'
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            '-m',
-            'alf_rl.bin.train',
-            '--gin_file',
-            example,
-            '--gin_file',
-            str(tmp_path / 'hang.gin'),
-            '--root_dir',
-            str(root),
-            '--module_path',
-            str(tmp_path),
-            '--gin_param',
-            'TrainerConfig.evaluate=False',
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=dict(os.environ, HANG_DIR=str(tmp_path)),
-    )
+    proc = start_hanging_run(tmp_path, ['TrainerConfig.checkpoint_interval=1'])
     try:
-        deadline = time.time() + 180
-        while (
-            not (tmp_path / 'hanging').exists()
-            and proc.poll() is None
-            and time.time() < deadline
-        ):
-            time.sleep(0.2)
-        assert (tmp_path / 'hanging').exists(), proc.communicate(timeout=5)
         proc.send_signal(signal.SIGINT)
         start = time.monotonic()
         out, err = proc.communicate(timeout=50)  # well below the 60 s
@@ -175,5 +134,6 @@ def test_first_ctrl_c_ends_alf_train_while_an_environment_hangs(tmp_path):
         'of the request to stop' in last
     ), err
     assert 'Traceback' not in err
+    print('Ctrl-C to exit: %.1f s' % waited)
     assert waited < 45.0
     assert any(n.startswith('ckpt-') for n in os.listdir(root / 'ckpt'))
