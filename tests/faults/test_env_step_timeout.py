@@ -190,9 +190,19 @@ def start_hanging_run(tmp_path, gin_params):
     example = os.path.join(
         os.path.dirname(__file__), '..', '..', 'examples', 'ac_cart_pole.gin'
     )
-    cmd = [sys.executable, '-m', 'alf_rl.bin.train', '--gin_file', example,
-           '--gin_file', str(tmp_path / 'hang.gin'), '--root_dir',
-           str(tmp_path / 'run'), '--module_path', str(tmp_path)]
+    cmd = [
+        sys.executable,
+        '-m',
+        'alf_rl.bin.train',
+        '--gin_file',
+        example,
+        '--gin_file',
+        str(tmp_path / 'hang.gin'),
+        '--root_dir',
+        str(tmp_path / 'run'),
+        '--module_path',
+        str(tmp_path),
+    ]
     for param in ['TrainerConfig.evaluate=False'] + list(gin_params):
         cmd += ['--gin_param', param]
     proc = subprocess.Popen(
@@ -204,8 +214,10 @@ def start_hanging_run(tmp_path, gin_params):
     )
     hanging = tmp_path / 'hanging'
     deadline = time.time() + 180
-    while not hanging.exists() and proc.poll() is None and (
-        time.time() < deadline
+    while (
+        not hanging.exists()
+        and proc.poll() is None
+        and (time.time() < deadline)
     ):
         time.sleep(0.2)
     if not hanging.exists():
@@ -215,7 +227,9 @@ def start_hanging_run(tmp_path, gin_params):
 
 
 def test_second_ctrl_c_aborts_while_an_environment_hangs(tmp_path):
-    proc = start_hanging_run(tmp_path, ['create_environment.step_timeout=None'])
+    proc = start_hanging_run(
+        tmp_path, ['create_environment.step_timeout=None']
+    )
     try:
         proc.send_signal(signal.SIGINT)
         time.sleep(1.0)
