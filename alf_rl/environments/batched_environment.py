@@ -30,7 +30,7 @@ from alf_rl.data_structures import StepType, TimeStep
 from alf_rl.environments.py_environment import (PyEnvironment, flatten_nest,
                                                 numpy_dtype, pack_nest_as,
                                                 spec_shape)
-from alf_rl.utils.stop_request import STOP_GRACE_SECONDS, cut_short
+from alf_rl.utils.stop_request import STOPPED, STOPPED_PHRASE, wait_outcome
 
 _FIRST = int(StepType.FIRST)
 
@@ -75,7 +75,6 @@ class _StepWatchdog(object):
         self._hung: Optional[str] = None
         self._thread: Optional[threading.Thread] = None
 
-
     def call(self, fn: Callable[[], Any], what: str) -> Any:
         """``fn()`` run on the watchdog thread.
 
@@ -117,15 +116,12 @@ class _StepWatchdog(object):
                                          deadline - time.monotonic())))
             except queue.Empty:
                 pass
-            now = time.monotonic()
-            if now >= deadline:
-                why = ("within %g s (create_environment.step_timeout; None "
-                       "waits for ever)" % self.timeout)
-            elif cut_short(start, now):
-                why = ("within %g s of the request to stop" %
-                       STOP_GRACE_SECONDS)
-            else:
+            outcome = wait_outcome(start, self.timeout)
+            if outcome is None:
                 continue
+            why = STOPPED_PHRASE if outcome == STOPPED else (
+                "within %g s (create_environment.step_timeout; None waits "
+                "for ever)" % self.timeout)
             self._hung = (
                 "environment %d (%s) did not finish its %s %s; it is not "
                 "stepped again" %

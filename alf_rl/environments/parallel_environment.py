@@ -43,7 +43,7 @@ from typing import Any, Callable, List, Optional, Sequence
 from alf_rl.environments.batched_environment import (DEFAULT_STEP_TIMEOUT,
                                                      _BatchStacker)
 from alf_rl.environments.py_environment import PyEnvironment
-from alf_rl.utils.stop_request import STOP_GRACE_SECONDS, cut_short
+from alf_rl.utils.stop_request import STOPPED, STOPPED_PHRASE, wait_outcome
 from alf_rl.utils.worker_config import WorkerConfig
 
 # Commands sent to workers.
@@ -272,20 +272,20 @@ class _Worker(object):
             if process.poll() is not None:
                 raise self._dead_error(command)
             now = time.monotonic()
+            outcome = wait_outcome(start, timeout, now)
+            if outcome is None:
+                continue
             waited = now - start
-            if timeout is not None and waited >= timeout:
+            if outcome == STOPPED:
+                why = ("%s (waited %.1f s); every worker was shut down" %
+                       (STOPPED_PHRASE, waited))
+            else:
                 setting = ('start_timeout' if command is None else
                            'create_environment.step_timeout')
                 why = ("within %g s (waited %.1f s): it is alive but stopped "
                        "(SIGSTOP?) or stuck in the environment; every worker "
                        "was shut down. Raise %s for environments that are "
                        "this slow" % (timeout, waited, setting))
-            elif cut_short(start, now):
-                why = ("within %g s of the request to stop (waited %.1f s); "
-                       "every worker was shut down" %
-                       (STOP_GRACE_SECONDS, waited))
-            else:
-                continue
             self.hung = True
             raise RuntimeError(
                 "ParallelPyEnvironment: the worker of environment %d (pid %d, "

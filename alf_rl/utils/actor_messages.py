@@ -13,8 +13,9 @@ import threading
 import time
 from typing import Any, Callable, List, Optional
 
-from alf_rl.utils.stop_request import (STOP_GRACE_SECONDS, WaitCancelled,
-                                       cut_short, stop_requested)
+from alf_rl.utils.stop_request import (STOPPED, STOPPED_PHRASE, TIMED_OUT,
+                                       WaitCancelled, stop_requested,
+                                       wait_outcome)
 
 
 class ActorFailedError(RuntimeError):
@@ -112,17 +113,16 @@ class MessageQueue(object):
             try:
                 return self._queue.get(timeout=0.05)
             except queue.Empty:
-                now = time.monotonic()
-                if now > start + timeout:
+                outcome = wait_outcome(start, timeout)
+                if outcome == TIMED_OUT:
                     raise ActorFailedError(
                         "no actor sent experience for %.0f s (%s); an "
                         "environment may hang" % (timeout, waiting()),
                         -1) from None
-                if cut_short(start, now):
+                if outcome == STOPPED:
                     raise WaitCancelled(
-                        "no actor sent experience within %g s of the "
-                        "request to stop (%s)" %
-                        (STOP_GRACE_SECONDS, waiting())) from None
+                        "no actor sent experience %s (%s)" %
+                        (STOPPED_PHRASE, waiting())) from None
 
     def qsize(self) -> int:
         """Messages waiting now."""

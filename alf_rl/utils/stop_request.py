@@ -66,3 +66,35 @@ def cut_short(started: float, now: Optional[float] = None) -> bool:
         return False
     now = time.monotonic() if now is None else now
     return now >= max(requested[0], started) + STOP_GRACE_SECONDS
+
+
+# What ``wait_outcome`` says when a wait should end.
+TIMED_OUT = 'timed out'
+STOPPED = 'stopped'
+# How an error names a wait ended by ``STOPPED``.
+STOPPED_PHRASE = "within %g s of the request to stop" % STOP_GRACE_SECONDS
+
+
+def wait_outcome(
+    started: float, timeout: Optional[float], now: Optional[float] = None
+) -> Optional[str]:
+    """Whether a wait that began at ``started`` should end now, and why.
+
+    The one rule for every stop-aware wait: its own timeout first, then
+    ``cut_short``.
+
+    Args:
+        started: ``time.monotonic()`` at which the wait began.
+        timeout: the wait's own limit in seconds (``None``: none).
+        now: ``time.monotonic()`` now (``None``: read it).
+    Returns:
+        ``TIMED_OUT`` once ``timeout`` seconds have passed, else
+        ``STOPPED`` once ``cut_short(started, now)``, else ``None`` (go on
+        waiting).
+    """
+    now = time.monotonic() if now is None else now
+    if timeout is not None and now >= started + timeout:
+        return TIMED_OUT
+    if cut_short(started, now):
+        return STOPPED
+    return None

@@ -18,8 +18,11 @@ from alf_rl.utils.stop_request import (
     STOP_GRACE_SECONDS,
     WaitCancelled,
     announce_stop,
+    STOPPED,
+    TIMED_OUT,
     clear_stop,
     cut_short,
+    wait_outcome,
 )
 
 from test_env_step_timeout import _batch, start_hanging_run
@@ -46,6 +49,19 @@ def test_cut_short_counts_the_grace_from_the_later_of_request_and_start():
     assert cut_short(later, now=later + STOP_GRACE_SECONDS)
     clear_stop()
     assert not cut_short(0.0, now=1e9)
+
+
+def test_wait_outcome_puts_the_own_timeout_before_the_stop_request():
+    assert wait_outcome(0.0, 5.0, now=4.9) is None
+    assert wait_outcome(0.0, 5.0, now=5.0) == TIMED_OUT
+    assert wait_outcome(0.0, None, now=1e9) is None  # no limit, no stop
+    announce_stop()
+    requested = stop_request._REQUESTED_AT[0]
+    grace_end = requested + STOP_GRACE_SECONDS
+    assert wait_outcome(0.0, None, now=grace_end - 0.01) is None
+    assert wait_outcome(0.0, None, now=grace_end) == STOPPED
+    # both due: the wait's own timeout names the error
+    assert wait_outcome(0.0, 1.0, now=grace_end) == TIMED_OUT
 
 
 def test_a_hung_in_process_step_ends_soon_after_a_stop_request():
