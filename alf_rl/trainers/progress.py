@@ -103,24 +103,31 @@ class RunClock(object):
         steps = env_steps - self.steady_steps
         return steps / secs if steps > 0 and secs > 0 else None
 
-    def summary_rates(self, now: float, env_steps: int) -> Dict[str, float]:
+    def summary_rates(self, now: float, env_steps: int,
+                      cpu_secs: Optional[float] = None) -> Dict[str, float]:
         """The throughput scalars of a training summary (env steps per
-        second since the last one, seconds since the start); starts the
-        next interval.
+        second since the last one, seconds since the start, this process's
+        CPU seconds); starts the next interval.
 
         Args:
             now: ``time.time()``.
             env_steps: environment steps so far.
+            cpu_secs: CPU seconds this process (all its threads, not its
+                environment worker processes) has used since it started
+                (default: ``time.process_time()``); with
+                ``time/elapsed_secs`` it gives throughput per CPU-second,
+                which machine load distorts far less than wall time.
         """
         dt = max(now - self.last_summary_time, 1e-9)
         rates = {
             'time/env_steps_per_sec': (env_steps - self.last_summary_steps)
                                       / dt,
             'time/elapsed_secs': now - self.start_time,
+            'time/cpu_secs': (time.process_time() if cpu_secs is None
+                              else cpu_secs),
         }
         self.last_summary_time, self.last_summary_steps = now, env_steps
         return rates
-
 
     def result(self, metric_scalars: Dict[str, float], iterations: int,
                stopped_early: bool, now: Optional[float] = None

@@ -1,5 +1,7 @@
 """RunClock, the progress line and the done checks, alone."""
 
+import time
+
 import tensorflow as tf
 
 from alf_rl.data_structures import StepType, TimeStep
@@ -43,8 +45,11 @@ def test_clock_times_calls_and_extrapolates_the_eta():
     assert clock.steps_per_sec(120.0, 80) == 5.0  # 50 steps in 10 s
     # 0.2 of the run in 10 s since the first call: 0.7 left takes 35 s.
     assert clock.eta_secs(120.0, 0.3) == 35.0
-    assert clock.summary_rates(120.0, 110) == {
-        'time/env_steps_per_sec': 5.0, 'time/elapsed_secs': 20.0}
+    assert clock.summary_rates(120.0, 110, cpu_secs=12.5) == {
+        'time/env_steps_per_sec': 5.0, 'time/elapsed_secs': 20.0,
+        'time/cpu_secs': 12.5}
+    cpu = clock.summary_rates(121.0, 110)['time/cpu_secs']
+    assert 0 < cpu <= time.process_time()  # this process's own
     clock.last_eval = {'Metrics/AverageReturn': 7.0}
     result = clock.result({'Metrics/X': 1.0}, 6, False, now=130.0)
     assert result == {'Metrics/X': 1.0, 'eval/Metrics/AverageReturn': 7.0,
