@@ -50,4 +50,5 @@ from alf_rl.algorithms.vae import DecodingAlgorithm, VariationalAutoEncoder
 from alf_rl.algorithms.merlin_algorithm import (
     MemoryBasedPredictor,
     MerlinAlgorithm,
+    MerlinPPOAlgorithm,
 )

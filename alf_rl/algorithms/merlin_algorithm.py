@@ -28,6 +28,13 @@ policy reads): its observation is then ``[z_t, m_t, m~_t]``. Its state
 (the LSTM state, the previous read, the memory) travels with the policy
 state, carried by the drivers and reset at FIRST steps.
 
+``MerlinAlgorithm`` trains on the on-policy driver's unroll (A2C);
+``MerlinPPOAlgorithm`` trains a ``PPOAlgorithm`` policy the way PPO with
+an RNN trains here: the rollout state (the predictor's memory included) is
+stored with the experience, and every training sequence, a whole unroll
+of one environment, starts from it and re-runs the predictor, so that
+every mini-batch update trains both the predictor's loss and PPO's.
+
 Simplifications against the paper (as ALF's): no retroactive memory
 update, no return prediction in the decoder, the policy has no recurrent
 core of its own (its reads come from ``[z_t, m_t]``), one LSTM layer's
@@ -51,7 +58,11 @@ import tensorflow as tf
 from alf_rl.algorithms.actor_critic_algorithm import ActorCriticAlgorithm
 from alf_rl.algorithms.algorithm import Algorithm, info_of
 from alf_rl.algorithms.memory import MemoryWithUsage
-from alf_rl.algorithms.on_policy_algorithm import OnPolicyAlgorithm
+from alf_rl.algorithms.on_policy_algorithm import (
+    EpochTraining,
+    OnPolicyAlgorithm,
+)
+from alf_rl.algorithms.ppo_algorithm import PPOAlgorithm
 from alf_rl.algorithms.rl_algorithm import RLAlgorithm
 from alf_rl.algorithms.training_kind import TrainingKind
 from alf_rl.algorithms.vae import (
@@ -62,10 +73,12 @@ from alf_rl.algorithms.vae import (
 )
 from alf_rl.data_structures import (
     AlgStep,
+    Experience,
     LossInfo,
     PolicyStep,
     TimeStep,
     TrainingInfo,
+    experience_to_time_step,
 )
 from alf_rl.networks.encoding_network import EncodingNetwork
 from alf_rl.networks.rnn_networks import LSTMEncodingNetwork
@@ -396,15 +409,29 @@ class MemoryBasedPredictor(Algorithm):
         )
 
 
-def _check_policy_algorithm(name: str, rl: RLAlgorithm) -> None:
-    """ValueError unless ``rl`` trains on the unroll, without observation
-    transforms."""
-    if getattr(rl, 'training_kind', None) is not TrainingKind.UNROLL:
+_POLICY_KINDS = {
+    TrainingKind.UNROLL: (
+        "on the on-policy driver's unroll (training_kind UNROLL, e.g. "
+        'ActorCriticAlgorithm; for PPO use MerlinPPOAlgorithm)'
+    ),
+    TrainingKind.EPOCHS: (
+        'in epochs over what one iteration collected (training_kind '
+        'EPOCHS, e.g. PPOAlgorithm; for A2C use MerlinAlgorithm)'
+    ),
+}
+
+
+def _check_policy_algorithm(
+    name: str, rl: RLAlgorithm, kind: TrainingKind
+) -> None:
+    """ValueError unless ``rl`` is trained the way its owner is
+    (``kind``), without observation transforms."""
+    rl_kind = getattr(rl, 'training_kind', None)
+    if rl_kind is not kind:
         raise ValueError(
-            '%s: rl_algorithm_ctor must build an algorithm trained on '
-            "the on-policy driver's unroll (training_kind UNROLL, e.g. "
-            'ActorCriticAlgorithm), got %s with training_kind %s'
-            % (name, type(rl).__name__, getattr(rl, 'training_kind', None))
+            '%s: rl_algorithm_ctor must build an algorithm trained %s, got '
+            '%s with training_kind %s'
+            % (name, _POLICY_KINDS[kind], type(rl).__name__, rl_kind)
         )
     if rl.has_observation_transforms:
         raise ValueError(
@@ -452,7 +479,8 @@ class MerlinAlgorithm(OnPolicyAlgorithm):
             MemoryBasedPredictor``.
         rl_algorithm_ctor: ``(observation_spec=, action_spec=) ->
             RLAlgorithm`` trained on the driver's unroll (``training_kind``
-            UNROLL: ``ActorCriticAlgorithm``), built with the predictor's
+            UNROLL: ``ActorCriticAlgorithm``; PPO goes with
+            ``MerlinPPOAlgorithm``), built with the predictor's
             ``output_spec`` (plus ``Kp * Z`` for the policy's reads) as its
             observation spec.
         num_policy_read_keys: Kp >= 0, keys of the policy's own memory
@@ -463,7 +491,8 @@ class MerlinAlgorithm(OnPolicyAlgorithm):
             clipping, ...).
 
     Raises:
-        ValueError: a policy algorithm not trained on the unroll, one
+        ValueError: a policy algorithm not trained as this class is (on
+            the unroll; ``MerlinPPOAlgorithm``: in epochs), one
             with observation transforms (it sees ``[z_t, m_t]``), or a
             negative ``num_policy_read_keys``.
     """
@@ -492,7 +521,7 @@ class MerlinAlgorithm(OnPolicyAlgorithm):
             observation_spec=tf.TensorSpec([size], tf.float32),
             action_spec=action_spec,
         )
-        _check_policy_algorithm(name, rl)
+        _check_policy_algorithm(name, rl, self.training_kind)
         super().__init__(
             observation_spec,
             action_spec,
@@ -566,13 +595,48 @@ class MerlinAlgorithm(OnPolicyAlgorithm):
             ``PolicyStep(action, MerlinState, MerlinInfo(predictor=MBPInfo,
             rl=the policy's info))``.
         """
+        return self._rollout(time_step, state, predictor_info=True)
+
+    def _rollout(
+        self, time_step: Any, state: Any, predictor_info: bool
+    ) -> PolicyStep:
+        """``rollout``; without ``predictor_info`` its info's
+        ``predictor`` is ``()``."""
         policy_time_step, step = self._policy_input(time_step, state)
         policy = self._rl.rollout(policy_time_step, state.rl)
         return PolicyStep(
             action=policy.action,
             state=MerlinState(predictor=step.state, rl=policy.state),
-            info=MerlinInfo(predictor=step.info, rl=policy.info),
+            info=MerlinInfo(
+                predictor=step.info if predictor_info else (), rl=policy.info
+            ),
         )
+
+    def preprocess_experience(self, experience: Experience) -> Experience:
+        """The policy algorithm's ``preprocess_experience`` (PPO: its
+        advantages) on its own rollout info.
+
+        Args:
+            experience: ``Experience`` with [T, B, ...] leaves whose
+                ``rollout_info`` is a ``MerlinInfo``.
+        Returns:
+            The experience as the policy algorithm returns it, its
+            ``rollout_info.rl`` replaced by the policy's.
+        """
+        info = experience.rollout_info
+        rl = self._rl.preprocess_experience(
+            experience._replace(rollout_info=info.rl)
+        )
+        return rl._replace(rollout_info=info._replace(rl=rl.rollout_info))
+
+    def _rl_training_info(self, training_info: TrainingInfo) -> TrainingInfo:
+        """``training_info`` with the policy's own ``info`` (and
+        ``rollout_info``, where it is a ``MerlinInfo``)."""
+        info = info_of(training_info, MerlinInfo, type(self).__name__)
+        rollout_info = training_info.rollout_info
+        if isinstance(rollout_info, MerlinInfo):
+            rollout_info = rollout_info.rl
+        return training_info._replace(info=info.rl, rollout_info=rollout_info)
 
     def calc_loss(self, training_info: TrainingInfo) -> LossInfo:
         """The predictor's loss plus the policy's.
@@ -585,7 +649,7 @@ class MerlinAlgorithm(OnPolicyAlgorithm):
         """
         info = info_of(training_info, MerlinInfo, type(self).__name__)
         predictor = self._predictor.calc_loss(info.predictor)
-        rl = self._rl.calc_loss(training_info._replace(info=info.rl))
+        rl = self._rl.calc_loss(self._rl_training_info(training_info))
         return LossInfo(
             loss=predictor.loss + rl.loss,
             scalar_loss=rl.scalar_loss,
@@ -603,5 +667,116 @@ class MerlinAlgorithm(OnPolicyAlgorithm):
         Args:
             training_info: ``TrainingInfo`` with [T, B] leaves.
         """
-        info = info_of(training_info, MerlinInfo, type(self).__name__)
-        self._rl.after_train(training_info._replace(info=info.rl))
+        self._rl.after_train(self._rl_training_info(training_info))
+
+
+# (EpochTraining declares training_kind as TrainingKind, RLAlgorithm as
+# Optional[TrainingKind].)
+@gin.configurable
+class MerlinPPOAlgorithm(EpochTraining, MerlinAlgorithm):  # type: ignore[misc]
+    """MERLIN with a PPO policy: trained in epochs of mini-batches over
+    what one iteration collected (``OffPolicyTrainer`` with
+    ``TrainerConfig.clear_replay_buffer=True``), as PPO with an RNN.
+
+    The rollout state (the predictor's LSTM state, last read and memory,
+    and the policy's) is stored with every step (``use_rollout_state``);
+    each training sequence starts from the state stored with its first
+    step and re-runs the predictor over the sequence, so each update
+    trains the predictor's loss beside PPO's, with gradients through the
+    memory written within the sequence. Sequences should be whole unrolls
+    (``TrainerConfig.mini_batch_length = unroll_length``): a shorter one
+    starts from a stored memory that it cannot train through. Only the
+    policy's info is stored (the predictor's is recomputed).
+
+    Args:
+        observation_spec: one float ``TensorSpec`` of one observation.
+        action_spec: one ``BoundedTensorSpec`` (discrete scalar or (d,)).
+        predictor_ctor: as ``MerlinAlgorithm``'s.
+        rl_algorithm_ctor: ``(observation_spec=, action_spec=) ->
+            RLAlgorithm`` trained in epochs (``training_kind`` EPOCHS:
+            ``PPOAlgorithm``; its ``target_kl`` stops the iteration's
+            updates as it does alone).
+        num_policy_read_keys: as ``MerlinAlgorithm``'s.
+        optimizer: as ``MerlinAlgorithm``'s.
+        name: module name.
+        **kwargs: passed to ``RLAlgorithm`` (``use_rollout_state`` is
+            always True).
+
+    Raises:
+        ValueError: a policy algorithm not trained in epochs, or
+            ``use_rollout_state=False``; as ``MerlinAlgorithm``.
+    """
+
+    def __init__(
+        self,
+        observation_spec: Any,
+        action_spec: Any,
+        predictor_ctor: Callable[..., MemoryBasedPredictor] = (
+            MemoryBasedPredictor
+        ),
+        rl_algorithm_ctor: Callable[..., RLAlgorithm] = PPOAlgorithm,
+        num_policy_read_keys: int = 0,
+        optimizer: Optional[Any] = None,
+        name: str = 'MerlinPPOAlgorithm',
+        **kwargs: Any,
+    ):
+        if not kwargs.pop('use_rollout_state', True):
+            raise ValueError(
+                '%s: use_rollout_state must be True (each training '
+                'sequence starts from the stored memory), got False' % name
+            )
+        super().__init__(
+            observation_spec,
+            action_spec,
+            predictor_ctor=predictor_ctor,
+            rl_algorithm_ctor=rl_algorithm_ctor,
+            num_policy_read_keys=num_policy_read_keys,
+            optimizer=optimizer,
+            name=name,
+            use_rollout_state=True,
+            **kwargs,
+        )
+
+    def rollout(self, time_step: Any, state: Any) -> PolicyStep:
+        """As ``MerlinAlgorithm.rollout``, without the predictor's info
+        (``train_step`` recomputes it).
+
+        Args:
+            time_step: ``TimeStep`` with [B, ...] leaves.
+            state: ``MerlinState`` with [B, ...] leaves.
+        Returns:
+            ``PolicyStep(action, MerlinState, MerlinInfo(predictor=(),
+            rl=the policy's info))``.
+        """
+        return self._rollout(time_step, state, predictor_info=False)
+
+    def train_step(self, experience: Any, state: Any) -> PolicyStep:
+        """``MerlinAlgorithm.rollout`` on the stored step, with the
+        predictor's info.
+
+        Args:
+            experience: ``Experience`` with [B, ...] leaves.
+            state: ``MerlinState`` with [B, ...] leaves.
+        Returns:
+            ``PolicyStep(action, MerlinState, MerlinInfo(predictor=MBPInfo,
+            rl=the policy's info))``.
+        """
+        return self._rollout(
+            experience_to_time_step(experience), state, predictor_info=True
+        )
+
+    def continue_training(
+        self, training_info: TrainingInfo, valid_masks: tf.Tensor
+    ) -> tf.Tensor:
+        """The policy algorithm's ``continue_training`` (PPO's
+        ``target_kl``) on its own info.
+
+        Args:
+            training_info: the [L, b] ``TrainingInfo`` of the update.
+            valid_masks: [L, b] float32 mask of the steps that counted.
+        Returns:
+            bool scalar tensor.
+        """
+        return self._rl.continue_training(
+            self._rl_training_info(training_info), valid_masks
+        )

@@ -89,7 +89,7 @@ from alf_rl.algorithms import (ActorCriticAlgorithm, ActorCriticLoss, Agent,
 from alf_rl.networks import EnsembleNetwork
 from alf_rl.algorithms import (DecodingAlgorithm, MemoryBasedPredictor,
                                MemoryWithUsage, MerlinAlgorithm,
-                               VariationalAutoEncoder)
+                               MerlinPPOAlgorithm, VariationalAutoEncoder)
 from alf_rl.algorithms import (BcAlgorithm, CqlDqnAlgorithm, CqlSacAlgorithm,
                                IqlAlgorithm)
 from alf_rl.data_structures import (LossInfo, StepType, TrainingInfo,
@@ -453,6 +453,30 @@ def _merlin(obs, act):
     return alg, roles
 
 
+def _merlin_ppo(obs, act):
+    """MERLIN with a PPO policy: the predictor with its own optimizer, the
+    policy trained by MERLIN-PPO's; replayed from the stored memory."""
+    roles = {'merlin': _adam(), 'predictor': _adam()}
+    predictor = functools.partial(
+        MemoryBasedPredictor, z_dim=4, memory_size=6, num_read_keys=2,
+        lstm_size=(8, ), optimizer=roles['predictor'],
+        encoding_network_ctor=functools.partial(
+            EncodingNetwork, fc_layer_params=HIDDEN),
+        decoder_ctor=functools.partial(EncodingNetwork,
+                                       fc_layer_params=HIDDEN))
+
+    def ppo(observation_spec, action_spec):
+        return PPOAlgorithm(
+            observation_spec, action_spec,
+            actor_network_ctor=_actor_distribution(),
+            value_network_ctor=_value(), loss=PPOLoss())
+
+    alg = MerlinPPOAlgorithm(obs, act, predictor_ctor=predictor,
+                             rl_algorithm_ctor=ppo,
+                             optimizer=roles['merlin'])
+    return alg, roles
+
+
 def _agent_ppo_rnd(obs, act):
     rnd_opt = _adam()
     alg = Agent(obs, act,
@@ -657,6 +681,11 @@ CASES = [
          'continuous', train_kwargs=_PAIRS, target_networks=2),
     # The memory is part of the policy state the driver carries.
     Case('merlin', MerlinAlgorithm, _merlin, 'driver', length=6),
+    # Whole stored sequences (the memory state of their first step), 2
+    # epochs of 2 sequences each: 4 updates.
+    Case('merlin_ppo', MerlinPPOAlgorithm, _merlin_ppo, 'replay', length=6,
+         train_kwargs=dict(num_updates=2, mini_batch_size=2),
+         updates_per_step=4),
 ]
 
 #: Exported bases: they declare the interface and are trained only through
@@ -1116,7 +1145,8 @@ def test_checkpoint_round_trip(case, run, tmp_path):
 #: target reads; the last row computes only them).
 _ROW_HOOK_CASES = [
     c for c in CASES if c.path == 'replay' and c.name not in (
-        'ppo_entropy_target', 'agent_ppo_rnd', 'mbrl_cem_learned_reward',
+        'ppo_entropy_target', 'agent_ppo_rnd', 'merlin_ppo',
+        'mbrl_cem_learned_reward',
         'mbrl_random_shooting', 'bc_discrete', 'bc_deterministic',
         'iql_continuous', 'iql_discrete')
 ]
