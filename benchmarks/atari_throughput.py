@@ -9,8 +9,19 @@ Usage::
 
 Trains ``--budget`` env steps with ``alf-train`` (summaries every
 iteration, no evaluation) into a fresh ``--root_dir`` (a temporary one by
-default) and reads ``time/elapsed_secs`` and ``Metrics/EnvironmentSteps``
-from its events.
+default) and reads ``time/elapsed_secs``, ``time/cpu_secs`` and
+``Metrics/EnvironmentSteps`` from its events: env steps per second and per
+CPU-second of the training process (``--warmup N``: from the first summary
+past N env steps, e.g. past a replay method's initial collection).
+
+Compare a replay method with SB3's in the same session, alternating::
+
+    python benchmarks/atari_throughput.py --gin_file examples/qrdqn_atari_pong.gin \
+        --budget 12000 --warmup 2000 \
+        --gin_param TrainerConfig.initial_collect_steps=1000 \
+        --gin_param TrainerConfig.replay_buffer_capacity=100000
+    /tmp/sb3venv/bin/python benchmarks/sb3_reference.py --algo qrdqn_atari \
+        --budget 12000
 """
 
 import argparse
@@ -25,20 +36,25 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
 from alf_rl.utils.curves import read_scalar_events  # noqa: E402
 
 
-def after_first_iteration(train_dir: str) -> tuple:
-    """(env steps, seconds, steps/s) from the first iteration's summary to
-    the last one of the events in ``train_dir``."""
+def after_first_iteration(train_dir: str, warmup: int = 0) -> tuple:
+    """(env steps, seconds, steps/s, CPU seconds or None) from the first
+    iteration's summary (the first one at or past ``warmup`` env steps) to
+    the last one of the events in ``train_dir``; the CPU seconds are the
+    training process's (``time/cpu_secs``), None for runs without them."""
     secs = {s: v for _, s, v in read_scalar_events(train_dir,
                                                    'time/elapsed_secs')}
+    cpu = {s: v for _, s, v in read_scalar_events(train_dir,
+                                                  'time/cpu_secs')}
     steps = {s: v for _, s, v in read_scalar_events(
         train_dir, 'Metrics/EnvironmentSteps')}
-    its = sorted(set(secs) & set(steps))
+    its = [i for i in sorted(set(secs) & set(steps)) if steps[i] >= warmup]
     if len(its) < 2:
-        raise SystemExit('atari_throughput: fewer than 2 summaries in %s'
-                         % train_dir)
+        raise SystemExit('atari_throughput: fewer than 2 summaries past %d '
+                         'env steps in %s' % (warmup, train_dir))
     first, last = its[0], its[-1]
     n, t = steps[last] - steps[first], secs[last] - secs[first]
-    return n, t, n / t
+    c = cpu[last] - cpu[first] if first in cpu and last in cpu else None
+    return n, t, n / t, c
 
 
 def main(argv=None) -> None:
@@ -48,6 +64,10 @@ def main(argv=None) -> None:
     parser.add_argument('--budget', type=int, default=40960)
     parser.add_argument('--root_dir', default=None)
     parser.add_argument('--gin_param', action='append', default=[])
+    parser.add_argument('--warmup', type=int, default=0,
+                        help='measure from the first summary at or past '
+                        'this many env steps (e.g. past a replay '
+                        "method's initial collection)")
     args = parser.parse_args(argv)
     root = args.root_dir or tempfile.mkdtemp(prefix='atari_throughput_')
     params = ['TrainerConfig.num_env_steps=%d' % args.budget,
@@ -58,9 +78,13 @@ def main(argv=None) -> None:
     for p in params:
         command += ['--gin_param', p]
     subprocess.run(command, check=True)
-    n, t, rate = after_first_iteration(os.path.join(root, 'train'))
+    n, t, rate, cpu = after_first_iteration(os.path.join(root, 'train'),
+                                            args.warmup)
     print('alf_rl %s: %d env steps in %.1f s after the first iteration: '
-          '%.1f env steps/s' % (os.path.basename(args.gin_file), n, t, rate),
+          '%.1f env steps/s%s' % (
+              os.path.basename(args.gin_file), n, t, rate,
+              '' if cpu is None else
+              ', %.1f CPU s: %.1f env steps per CPU-second' % (cpu, n / cpu)),
           flush=True)
     if args.root_dir is None:
         shutil.rmtree(root, ignore_errors=True)

@@ -19,6 +19,14 @@ for ``--budget`` env steps; it prints the env steps per second from the
 end of the first rollout/update to the end (compile- and start-up-free),
 as ``benchmarks/atari_throughput.py`` prints for alf_rl.
 
+``--algo qrdqn_atari`` (or ``dqn_atari``) likewise for sb3-contrib's QR-DQN
+(SB3's DQN) ``CnnPolicy`` with the zoo's Atari settings (their defaults:
+one environment, an update of 32 every 4 env steps, ``optimize_memory_usage``)
+except a ``--buffer`` of 100,000 transitions and ``--learning_starts``
+1,000, so that a short run measures updates: env steps per second and per
+CPU-second (``time.process_time()``, all threads) from ``--warmup`` env
+steps to the end.
+
 SB3 needs PyTorch, which is never an alf_rl dependency: run this script from
 a separate virtual environment, e.g.::
 
@@ -49,8 +57,12 @@ def _linear(initial):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--algo',
-                        choices=sorted(ZOO) + ['ppo_atari', 'ppo_hopper'],
+                        choices=sorted(ZOO) + ['ppo_atari', 'ppo_hopper',
+                                               'qrdqn_atari', 'dqn_atari'],
                         required=True)
+    parser.add_argument('--buffer', type=int, default=100000)
+    parser.add_argument('--learning_starts', type=int, default=1000)
+    parser.add_argument('--warmup', type=int, default=2000)
     parser.add_argument('--env', default='PongNoFrameskip-v4')
     parser.add_argument('--budget', type=int, default=40960)
     parser.add_argument('--seeds', default='0')
@@ -62,6 +74,8 @@ def main():
         return _atari_throughput(args)
     if args.algo == 'ppo_hopper':
         return _hopper_curve(args)
+    if args.algo in ('qrdqn_atari', 'dqn_atari'):
+        return _replay_atari_throughput(args)
     import numpy as np
     import torch
     from stable_baselines3 import PPO, SAC
@@ -203,6 +217,57 @@ def _atari_throughput(args):
           'after the first iteration: %.1f env steps/s' %
           (args.env, end[1] - s0, end[0] - t0,
            (end[1] - s0) / (end[0] - t0)), flush=True)
+    env.close()
+
+
+def _replay_atari_throughput(args):
+    """Env steps per second and per CPU-second of sb3-contrib's QR-DQN or
+    SB3's DQN ``CnnPolicy`` (zoo Atari settings) from ``--warmup`` env
+    steps to ``--budget``."""
+    import torch
+    from stable_baselines3 import DQN
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.env_util import make_atari_env
+    from stable_baselines3.common.vec_env import VecFrameStack
+
+    class _Mark(BaseCallback):
+        """(wall, CPU) seconds when ``--warmup`` env steps were reached."""
+
+        def __init__(self):
+            super().__init__()
+            self.mark = None
+
+        def _on_step(self):
+            if self.mark is None and self.num_timesteps >= args.warmup:
+                self.mark = (time.time(), time.process_time(),
+                             self.num_timesteps)
+            return True
+
+    print('SB3 imports %.1f s, torch threads %d' %
+          (time.time() - START, torch.get_num_threads()), flush=True)
+    import ale_py
+    import gymnasium
+    gymnasium.register_envs(ale_py)
+    env = VecFrameStack(make_atari_env(args.env, n_envs=1, seed=0), 4)
+    settings = dict(buffer_size=args.buffer,
+                    learning_starts=args.learning_starts,
+                    optimize_memory_usage=True,
+                    replay_buffer_kwargs=dict(
+                        handle_timeout_termination=False),
+                    seed=0, verbose=0)
+    if args.algo == 'qrdqn_atari':
+        from sb3_contrib import QRDQN
+        model = QRDQN('CnnPolicy', env, **settings)
+    else:
+        model = DQN('CnnPolicy', env, **settings)
+    mark = _Mark()
+    model.learn(args.budget, callback=mark)
+    wall, cpu = time.time() - mark.mark[0], time.process_time() - mark.mark[1]
+    n = model.num_timesteps - mark.mark[2]
+    print('SB3 %s CnnPolicy %s, 1 env: %d env steps in %.1f s (%.1f CPU s) '
+          'from %d env steps: %.1f env steps/s, %.1f per CPU-second' %
+          (args.algo.split('_')[0], args.env, n, wall, cpu, mark.mark[2],
+           n / wall, n / cpu), flush=True)
     env.close()
 
 
