@@ -576,15 +576,16 @@ def _stopped_at_threshold(seed: Dict[str, Any]) -> bool:
 
 
 def threshold_cell(record: Dict[str, Any]) -> str:
-    """The to-threshold column: per seed the env steps and wall time to the
-    record's threshold (``not reached`` when it was not), and the median
-    env steps over the seeds (a seed that did not reach it counts as
-    more than any that did); ``-`` for a record without a threshold.
+    """The to-threshold column: per seed the env steps and wall time (in
+    seconds below 10 min) to the record's threshold (``not reached`` when
+    it was not), and the median env steps over the seeds (a seed that did
+    not reach it counts as more than any that did); ``-`` for a record
+    without a threshold.
 
     Args:
         record: a record (``load_records``).
     Returns:
-        E.g. ``'>= 475: 50k (82 s), 68k (2 min), not reached; median 68k'``.
+        E.g. ``'>= 475: 50k (82 s), 68k (119 s), not reached; median 68k'``.
     """
     if record.get('threshold') is None:
         return '-'
@@ -592,8 +593,10 @@ def threshold_cell(record: Dict[str, Any]) -> str:
     for s in record['seeds']:
         reached = s.get('to_threshold')
         if reached:
+            secs = reached['wall_secs']
             cells.append('%s (%s)' % (format_steps(reached['env_steps']),
-                                      format_duration(reached['wall_secs'])))
+                                      '%.0f s' % secs if secs < 600 else
+                                      format_duration(secs)))
             steps.append(float(reached['env_steps']))
         else:
             cells.append('not reached')

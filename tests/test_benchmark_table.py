@@ -193,13 +193,13 @@ def test_collect_threshold_records_env_steps_and_wall_to_it(runs, tmp_path,
     # elapsed_secs).
     assert s1['to_threshold'] == {'env_steps': 4000, 'wall_secs': 30.0}
     assert bt.threshold_cell(record) == (
-        '>= 25.0: 2k (2 min), 4k (30 s); median 3k')
+        '>= 25.0: 2k (100 s), 4k (30 s); median 3k')
     assert bt.time_to_threshold(runs['seed1'], 'AverageReturn', 'train',
                                 35.5) is None
     capsys.readouterr()
     assert bt.main(['table', '--records', str(tmp_path)]) == 0
     row = capsys.readouterr().out.splitlines()[3]
-    assert row.endswith('| >= 25.0: 2k (2 min), 4k (30 s); median 3k |  |')
+    assert row.endswith('| >= 25.0: 2k (100 s), 4k (30 s); median 3k |  |')
 
 
 def test_threshold_cell_and_runs_stopped_at_the_threshold():
@@ -213,7 +213,7 @@ def test_threshold_cell_and_runs_stopped_at_the_threshold():
     record = {'threshold': 475.0, 'seeds': [stopped, missed, late]}
     # Median of 44k, 68k and "more than any": 68k.
     assert bt.threshold_cell(record) == (
-        '>= 475: 44k (80 s), not reached, 68k (2 min); median 68k')
+        '>= 475: 44k (80 s), not reached, 68k (119 s); median 68k')
     record['seeds'] = [stopped, missed, dict(missed)]
     assert bt.threshold_cell(record).endswith('; median not reached')
     # Stopping on reaching the threshold is not "unfinished".
