@@ -26,6 +26,12 @@ Two steps, so that no figure in the table is typed by hand:
    resumed run (each restarts that clock); without that scalar, the time
    from the first to the last write of the metric (``wall_from`` says
    which). Collecting again under the same name replaces the record.
+   With ``--threshold X`` the record also holds, per run, where the metric
+   first reached X: ``to_threshold = {env_steps, wall_secs}`` (the env
+   steps of that point and the training-loop seconds until it was
+   written, from the same event files), or null when it never did; e.g.
+   the runs of ``benchmarks/time_to_score.py --root_dir DIR`` (which stop
+   there: ``--source train``).
 
 2. ``table`` renders every record as one markdown table, sorted by task,
    then algorithm, then name::
@@ -39,8 +45,13 @@ Two steps, so that no figure in the table is typed by hand:
    digits; a range when the seeds differ), seeds, metric (and its source),
    score (the mean over seeds of the final value with its 95% percentile-
    bootstrap interval, ``alf_rl.utils.stats.bootstrap_ci``, and the value
-   of each seed, when there are >= 2 seeds), wall time (mean per run) and
-   reference (as given to ``collect``). ``--write FILE`` replaces the
+   of each seed, when there are >= 2 seeds), wall time (mean per run),
+   to threshold (for records collected with ``--threshold``: per seed the
+   env steps and wall time to the threshold, ``not reached`` when it was
+   not, and their median env steps; else ``-``) and reference (as given to
+   ``collect``). A run that stopped short of its planned env steps is
+   ``unfinished`` in the budget column, unless it stopped on reaching the
+   threshold. ``--write FILE`` replaces the
    text between the lines ``<!-- benchmark-table:start -->`` and
    ``<!-- benchmark-table:end -->`` of FILE (atomically); ``--check FILE``
    exits 1 when FILE's table differs from what the records give.
@@ -196,8 +207,8 @@ def read_metric_curve(run_dir: str, metric: str,
     return curve
 
 
-def training_wall_secs(run_dir: str, metric: str,
-                       source: str) -> Tuple[float, str]:
+def training_wall_secs(run_dir: str, metric: str, source: str,
+                       until: Optional[float] = None) -> Tuple[float, str]:
     """The wall seconds of a run's training loop.
 
     The last ``time/elapsed_secs`` of ``run_dir/train`` per process (a
@@ -211,14 +222,21 @@ def training_wall_secs(run_dir: str, metric: str,
         run_dir: an ``alf-train`` root dir.
         metric: the metric name (for the fallback).
         source: ``'eval'`` or ``'train'`` (for the fallback).
+        until: the seconds up to this wall time: the events written up to
+            it, and from the last ``time/elapsed_secs`` of them to it
+            (alf-train writes that scalar just before the metrics of the
+            same summary); None: all.
     Returns:
         ``(seconds, wall_from)``; ``wall_from`` is ``'time/elapsed_secs'``
         or ``'event wall-time span'``.
     """
-    rows = read_scalar_events(os.path.join(run_dir, 'train'), _ELAPSED_TAG)
+    limit = math.inf if until is None else until
+    rows = [r for r in read_scalar_events(os.path.join(run_dir, 'train'),
+                                          _ELAPSED_TAG) if r[0] <= limit]
     if not rows:
         walls = [w for w, _, _ in read_scalar_events(
-            os.path.join(run_dir, source), _TAG_PREFIX + metric)]
+            os.path.join(run_dir, source), _TAG_PREFIX + metric)
+                 if w <= limit]
         return (max(walls) - min(walls) if walls else 0.0,
                 'event wall-time span')
     total, last_value, last_start = 0.0, None, None
@@ -229,7 +247,33 @@ def training_wall_secs(run_dir: str, metric: str,
                 or abs(start - last_start) > _RESTART_SHIFT_SECS):
             total += last_value  # the previous process's last value
         last_value, last_start = value, start
-    return total + last_value, _ELAPSED_TAG
+    gap = 0.0 if until is None else until - rows[-1][0]
+    return total + last_value + gap, _ELAPSED_TAG
+
+
+def time_to_threshold(run_dir: str, metric: str, source: str,
+                      threshold: float) -> Optional[Dict[str, float]]:
+    """Where a run's metric first reached ``threshold``.
+
+    Args:
+        run_dir: an ``alf-train`` root dir.
+        metric: e.g. ``'AverageReturn'``.
+        source: ``'eval'`` or ``'train'``.
+        threshold: the value to reach (``>=``).
+    Returns:
+        ``{'env_steps': N, 'wall_secs': S}``: the env steps of the first
+        write (in wall-time order) of a value >= ``threshold`` and the
+        training-loop seconds until then (``training_wall_secs`` up to
+        that write); None when no value reached it.
+    """
+    rows = sorted(read_scalar_events(os.path.join(run_dir, source),
+                                     _TAG_PREFIX + metric))
+    hits = [(wall, step) for wall, step, value in rows if value >= threshold]
+    if not hits:
+        return None
+    wall, step = hits[0]
+    secs, _ = training_wall_secs(run_dir, metric, source, until=wall)
+    return {'env_steps': int(step), 'wall_secs': secs}
 
 
 def thin_curve(points: Sequence[Tuple[int, float]],
@@ -252,18 +296,22 @@ def thin_curve(points: Sequence[Tuple[int, float]],
     return [[int(points[i][0]), float(points[i][1])] for i in keep]
 
 
-def read_run(run_dir: str, metric: str, source: str) -> Dict[str, Any]:
+def read_run(run_dir: str, metric: str, source: str,
+             threshold: Optional[float] = None) -> Dict[str, Any]:
     """One seed's entry of a record.
 
     Args:
         run_dir: an ``alf-train`` root dir.
         metric: e.g. ``'AverageReturn'``.
         source: ``'eval'`` or ``'train'``.
+        threshold: when given, the entry's ``to_threshold`` is
+            ``time_to_threshold`` of it.
     Returns:
         Dict with seed, run_dir (``~`` for the home directory), final,
         best, env_steps (at the last point), planned_env_steps
         (``read_planned_steps``; None when unknown), wall_secs, wall_from,
-        num_points (of the full curve) and curve (``thin_curve``).
+        num_points (of the full curve), curve (``thin_curve``) and, with a
+        threshold, to_threshold.
     Raises:
         UsageError: see ``read_metric_curve``.
     """
@@ -273,13 +321,17 @@ def read_run(run_dir: str, metric: str, source: str) -> Dict[str, Any]:
     home = os.path.expanduser('~')
     if path.startswith(home + os.sep):
         path = '~' + path[len(home):]
-    return {'seed': read_seed(run_dir), 'run_dir': path,
-            'final': curve[-1][1], 'best': max(v for _, v in curve),
-            'env_steps': curve[-1][0],
-            'planned_env_steps': read_planned_steps(run_dir),
-            'wall_secs': wall_secs,
-            'wall_from': wall_from, 'num_points': len(curve),
-            'curve': thin_curve(curve)}
+    entry = {'seed': read_seed(run_dir), 'run_dir': path,
+             'final': curve[-1][1], 'best': max(v for _, v in curve),
+             'env_steps': curve[-1][0],
+             'planned_env_steps': read_planned_steps(run_dir),
+             'wall_secs': wall_secs,
+             'wall_from': wall_from, 'num_points': len(curve),
+             'curve': thin_curve(curve)}
+    if threshold is not None:
+        entry['to_threshold'] = time_to_threshold(run_dir, metric, source,
+                                                  threshold)
+    return entry
 
 
 def _repo_relative(gin: str) -> str:
@@ -332,7 +384,7 @@ def collect(args: argparse.Namespace) -> Dict[str, Any]:
 
     Args:
         args: name, task, algorithm, gin, metric, source, reference,
-            run_dirs.
+            threshold (None: none), run_dirs.
     Returns:
         The record (JSON-able dict); its ``seeds`` sorted by seed (runs
         without a known seed last, in the order given).
@@ -344,13 +396,18 @@ def collect(args: argparse.Namespace) -> Dict[str, Any]:
     _check_seeds(args.run_dirs)
     from alf_rl.bin.quiet import import_tensorflow
     import_tensorflow(start_runtime=False)
-    seeds = [read_run(d, args.metric, args.source) for d in args.run_dirs]
+    seeds = [read_run(d, args.metric, args.source, args.threshold)
+             for d in args.run_dirs]
     seeds.sort(key=lambda e: (e['seed'] is None, e['seed'] or 0))
-    return {'format': RECORD_FORMAT, 'name': args.name, 'task': args.task,
-            'algorithm': args.algorithm, 'gin': gin, 'metric': args.metric,
-            'tag': _TAG_PREFIX + args.metric, 'source': args.source,
-            'source_description': SOURCES[args.source],
-            'reference': args.reference, 'seeds': seeds}
+    record = {'format': RECORD_FORMAT, 'name': args.name, 'task': args.task,
+              'algorithm': args.algorithm, 'gin': gin,
+              'metric': args.metric, 'tag': _TAG_PREFIX + args.metric,
+              'source': args.source,
+              'source_description': SOURCES[args.source],
+              'reference': args.reference, 'seeds': seeds}
+    if args.threshold is not None:
+        record['threshold'] = args.threshold
+    return record
 
 
 def record_json(record: Dict[str, Any]) -> str:
@@ -482,14 +539,18 @@ def _cell(text: str) -> str:
     return ' '.join(str(text).split()).replace('|', '\\|')
 
 
-def budget_cell(seeds: Sequence[Dict[str, Any]]) -> str:
+def budget_cell(seeds: Sequence[Dict[str, Any]],
+                threshold: Optional[float] = None) -> str:
     """The budget column: the env steps at the seeds' last points (a range
     when they differ), and for a run that stopped short of its planned
     env steps (``planned_env_steps``; more than 1% short) how far it got:
-    ``'120k of 1M (unfinished)'``.
+    ``'120k of 1M (unfinished)'``; a run that stopped at the point where
+    it reached ``threshold`` (``to_threshold``) is not unfinished:
+    ``'44k-68k of 100k (stopped at 475)'``.
 
     Args:
         seeds: the record's seed entries.
+        threshold: the record's threshold (None: none).
     Returns:
         The cell's text.
     """
@@ -497,11 +558,56 @@ def budget_cell(seeds: Sequence[Dict[str, Any]]) -> str:
                     for f in (min, max))
     cell = fewest if fewest == most else fewest + '-' + most
     planned = [s.get('planned_env_steps') for s in seeds]
-    short = [p for s, p in zip(seeds, planned)
+    short = [(p, _stopped_at_threshold(s)) for s, p in zip(seeds, planned)
              if p and s['env_steps'] < _FINISHED_FRACTION * p]
-    if short:
-        cell += ' of %s (unfinished)' % format_steps(max(short))
+    if any(not stopped for _, stopped in short):
+        cell += ' of %s (unfinished)' % format_steps(max(p for p, _ in short))
+    elif short:
+        cell += ' of %s (stopped at %s)' % (format_steps(max(
+            p for p, _ in short)), format_value(threshold or 0.0))
     return cell
+
+
+def _stopped_at_threshold(seed: Dict[str, Any]) -> bool:
+    """Whether a seed's run ended at the point where it reached the
+    threshold (``to_threshold``): it stopped there on purpose."""
+    reached = seed.get('to_threshold')
+    return bool(reached) and reached['env_steps'] == seed['env_steps']
+
+
+def threshold_cell(record: Dict[str, Any]) -> str:
+    """The to-threshold column: per seed the env steps and wall time (in
+    seconds below 10 min) to the record's threshold (``not reached`` when
+    it was not), and the median env steps over the seeds (a seed that did
+    not reach it counts as more than any that did); ``-`` for a record
+    without a threshold.
+
+    Args:
+        record: a record (``load_records``).
+    Returns:
+        E.g. ``'>= 475: 50k (82 s), 68k (119 s), not reached; median 68k'``.
+    """
+    if record.get('threshold') is None:
+        return '-'
+    cells, steps = [], []
+    for s in record['seeds']:
+        reached = s.get('to_threshold')
+        if reached:
+            secs = reached['wall_secs']
+            cells.append('%s (%s)' % (format_steps(reached['env_steps']),
+                                      '%.0f s' % secs if secs < 600 else
+                                      format_duration(secs)))
+            steps.append(float(reached['env_steps']))
+        else:
+            cells.append('not reached')
+            steps.append(math.inf)
+    steps.sort()
+    n = len(steps)
+    median = (steps[n // 2] if n % 2 else
+              (steps[n // 2 - 1] + steps[n // 2]) / 2)
+    return '>= %s: %s; median %s' % (
+        format_value(record['threshold']), ', '.join(cells),
+        format_steps(median) if math.isfinite(median) else 'not reached')
 
 
 def table_row(record: Dict[str, Any], link_dir: str) -> str:
@@ -519,11 +625,12 @@ def table_row(record: Dict[str, Any], link_dir: str) -> str:
                            link_dir).replace(os.sep, '/')
     cells = [record['task'], record['algorithm'], '[%s](%s)' % (
         os.path.basename(record['gin']), link),
-             budget_cell(seeds), str(len(seeds)),
+             budget_cell(seeds, record.get('threshold')), str(len(seeds)),
              '%s (%s)' % (record['metric'], record['source']),
              score_cell([s['final'] for s in seeds]),
              format_duration(sum(s['wall_secs'] for s in seeds) /
-                             len(seeds)), record['reference']]
+                             len(seeds)), threshold_cell(record),
+             record['reference']]
     return '| ' + ' | '.join(_cell(c) for c in cells) + ' |'
 
 
@@ -542,8 +649,8 @@ def render_table(records: Sequence[Dict[str, Any]], link_dir: str) -> str:
         'benchmarks/benchmark_table.py table --write FILE; do not edit -->',
         '| task | algorithm | config | budget (env steps) | seeds | metric '
         '(source) | score: mean [95% CI]; per seed | wall time per run | '
-        'reference |',
-        '| --- | --- | --- | --- | --- | --- | --- | --- | --- |']
+        'env steps (wall time) to threshold | reference |',
+        '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |']
     lines += [table_row(r, link_dir) for r in records]
     return '\n'.join(lines) + '\n'
 
@@ -713,6 +820,9 @@ def _parser() -> argparse.ArgumentParser:
                    help='eval: greedy evaluation; train: training episodes.')
     c.add_argument('--reference', default='',
                    help="Reference score with its source, as shown.")
+    c.add_argument('--threshold', type=float, default=None,
+                   help='Also record the env steps and wall time to this '
+                   'value of the metric.')
     c.add_argument('--records', default=DEFAULT_RECORDS)
     c.add_argument('run_dirs', nargs='+', metavar='RUN_DIR',
                    help='alf-train root dirs, one per seed.')

@@ -153,14 +153,15 @@ def test_table_numbers_order_and_links(records, capsys):
     assert ppo == (
         '| Hopper-v5 | PPO | [ppo_hopper.gin](examples/ppo_hopper.gin) | '
         '3k-4k of 4k (unfinished) | 2 | AverageReturn (eval) | 400 [300, '
-        '500]; seeds: 300, 500 | 2 min | 2410 (rl-zoo, PPO, Hopper-v3) |')
+        '500]; seeds: 300, 500 | 2 min | - | 2410 (rl-zoo, PPO, '
+        'Hopper-v3) |')
     # seed0 stopped at 3k of its configured 4k env steps: unfinished.
     # Mean 27.5 of 20 and 35; bootstrap 95% CI of two values: (min, max);
     # wall (220 + 30) / 2 = 125 s.
     assert a2c == (
         '| Hopper-v5 | A2C | [ppo_hopper.gin](examples/ppo_hopper.gin) | '
         '3k-4k of 4k (unfinished) | 2 | AverageReturn (train) | 27.5 '
-        '[20.0, 35.0]; seeds: 20.0, 35.0 | 2 min | n/a \\| none |')
+        '[20.0, 35.0]; seeds: 20.0, 35.0 | 2 min | - | n/a \\| none |')
 
 
 def test_budget_cell_says_how_far_an_unfinished_run_got(runs):
@@ -174,6 +175,59 @@ def test_budget_cell_says_how_far_an_unfinished_run_got(runs):
     # Older records (no planned steps) and iteration-bounded runs.
     assert bt.budget_cell([{'env_steps': 20000}]) == '20k'
     assert bt.budget_cell([{'env_steps': 5, 'planned_env_steps': None}]) == '5'
+
+
+def test_collect_threshold_records_env_steps_and_wall_to_it(runs, tmp_path,
+                                                          capsys):
+    assert _collect(tmp_path, [runs['seed0'], runs['seed1']], '--name',
+                    'dqn_x', '--algorithm', 'DQN', '--source', 'train',
+                    '--threshold', '25') == 0
+    record = _load(str(tmp_path), 'dqn_x')
+    assert record['threshold'] == 25.0
+    s0, s1 = record['seeds']
+    # seed0: 30 @2000 (first process, ~100 s into it) is the first write
+    # >= 25, although the resumed process later replaced it by 25.
+    # Its clock started 100 s before the writes (which take a moment, more
+    # on a loaded machine); the second process's 120 s do not count.
+    secs = s0['to_threshold']['wall_secs']
+    assert s0['to_threshold']['env_steps'] == 2000
+    assert 100.0 <= secs < 110.0 and secs < s0['wall_secs'] - 100.0
+    # seed1: 35 @4000, written 30 s after its first point (no
+    # elapsed_secs).
+    assert s1['to_threshold'] == {'env_steps': 4000, 'wall_secs': 30.0}
+    cell = '>= 25.0: 2k (%.0f s), 4k (30 s); median 3k' % secs
+    assert bt.threshold_cell(record) == cell
+    assert bt.time_to_threshold(runs['seed1'], 'AverageReturn', 'train',
+                                35.5) is None
+    capsys.readouterr()
+    assert bt.main(['table', '--records', str(tmp_path)]) == 0
+    row = capsys.readouterr().out.splitlines()[3]
+    assert row.endswith('| %s |  |' % cell)
+
+
+def test_threshold_cell_and_runs_stopped_at_the_threshold():
+    assert bt.threshold_cell({'seeds': []}) == '-'
+    stopped = {'env_steps': 44000, 'planned_env_steps': 100000,
+               'to_threshold': {'env_steps': 44000, 'wall_secs': 80.0}}
+    missed = {'env_steps': 100000, 'planned_env_steps': 100000,
+              'to_threshold': None}
+    late = {'env_steps': 68000, 'planned_env_steps': 100000,
+            'to_threshold': {'env_steps': 68000, 'wall_secs': 119.0}}
+    record = {'threshold': 475.0, 'seeds': [stopped, missed, late]}
+    # Median of 44k, 68k and "more than any": 68k.
+    assert bt.threshold_cell(record) == (
+        '>= 475: 44k (80 s), not reached, 68k (119 s); median 68k')
+    record['seeds'] = [stopped, missed, dict(missed)]
+    assert bt.threshold_cell(record).endswith('; median not reached')
+    # Stopping on reaching the threshold is not "unfinished".
+    assert bt.budget_cell([stopped, late], 475.0) == (
+        '44k-68k of 100k (stopped at 475)')
+    assert bt.budget_cell([stopped, missed], 475.0) == (
+        '44k-100k of 100k (stopped at 475)')
+    short = {'env_steps': 50000, 'planned_env_steps': 100000,
+             'to_threshold': None}
+    assert bt.budget_cell([stopped, short], 475.0) == (
+        '44k-50k of 100k (unfinished)')
 
 
 def test_write_replaces_between_markers_and_check(records, tmp_path,

@@ -20,10 +20,14 @@ def test_there_are_examples():
 
 # Examples whose full-size settings would take minutes or gigabytes before
 # their first iteration (DQN Atari: 100k random steps into a 2.8 GB
-# replay buffer).
+# replay buffer; QR-DQN's and Rainbow's 1M: 7.1 GB).
 SHRINK = {
     'dqn_atari_pong.gin': ['TrainerConfig.initial_collect_steps=64',
                            'TrainerConfig.replay_buffer_capacity=256'],
+    'qrdqn_atari_pong.gin': ['TrainerConfig.initial_collect_steps=64',
+                             'TrainerConfig.replay_buffer_capacity=256'],
+    'rainbow_atari_pong.gin': ['TrainerConfig.initial_collect_steps=64',
+                               'TrainerConfig.replay_buffer_capacity=256'],
 }
 # The value family's CartPole examples: 4 of their 128 updates per
 # iteration (each update is several times DQN's).
