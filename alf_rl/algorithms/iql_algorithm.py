@@ -15,11 +15,15 @@ the dataset:
 
 Settings: ``expectile`` (tau, 0.7 for MuJoCo in the paper) and
 ``temperature`` (1/beta; the paper's beta is 3 for MuJoCo, 10 for
-AntMaze). Discrete actions use ``QNetwork``s (Q of the taken action);
-continuous ones ``CriticNetwork``s. Target critics are Polyak-averaged
-(``tau``). Float actions are clipped a hair inside their bounds in the
-policy's likelihood (as ``BcAlgorithm`` does: a tanh-squashed Gaussian has
-no density on the bounds, where clipped noise puts data). Deviation: the
+AntMaze; its MuJoCo rewards are scaled to about 1 a step). The weights
+scale with the rewards: with HalfCheetah's unscaled ~10 a step, 1/3
+saturates them at ``max_weight`` on a few samples per batch and 3.33
+gives the paper's weighting (``examples/offline/iql_half_cheetah.gin``).
+Discrete actions use ``QNetwork``s (Q of the taken action); continuous
+ones ``CriticNetwork``s. Target critics are Polyak-averaged (``tau``).
+Float actions are clipped a hair inside their bounds in the policy's
+likelihood (as ``BcAlgorithm`` does: a tanh-squashed Gaussian has no
+density on the bounds, where clipped noise puts data). Deviation: the
 paper's cosine learning-rate schedule of the actor is left to the
 optimizer's configuration.
 """
