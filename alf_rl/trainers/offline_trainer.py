@@ -157,8 +157,7 @@ class OfflineTrainer(object):
             config.report.summaries_flush_secs,
             config.evaluation.evaluate,
         )
-        # train() runs in the gin configuration the run was built in (its
-        # config.gin is that configuration).
+        # train() runs in the gin configuration the run was built in.
         self._gin_state = [GinState.capture()]
         self._call = (
             tf.function(self._iterations)
