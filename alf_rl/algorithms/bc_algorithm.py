@@ -48,7 +48,7 @@ BcInfo = namedtuple(
 _BOUND_MARGIN = 1e-4
 
 
-def _inside_bounds(action: Nest, action_spec: Nest) -> Nest:
+def inside_bounds(action: Nest, action_spec: Nest) -> Nest:
     """Float actions clipped ``_BOUND_MARGIN`` of their range inside the
     bounds; integer actions as they are."""
 
@@ -128,7 +128,7 @@ class BcAlgorithm(ActorPolicy, OffPolicyAlgorithm):
             ``PolicyStep((), (), BcInfo(loss [B]))``.
         """
         output = self._policy(exp.observation)
-        action = _inside_bounds(exp.action, self.action_spec)
+        action = inside_bounds(exp.action, self.action_spec)
         if self._deterministic:
             loss = tf.add_n(
                 [

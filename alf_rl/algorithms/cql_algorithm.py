@@ -61,8 +61,85 @@ CqlLossInfo = namedtuple(
 )
 
 
+class CqlWeight:
+    """CQL's penalty weight alpha', fixed or Lagrangian, for an algorithm
+    class to inherit beside its base (``CqlSacAlgorithm``,
+    ``CqlDqnAlgorithm``).
+
+    Fixed (``cql_target_gap`` None): the loss term is ``alpha' * sum_i
+    penalty_i``. Lagrangian (the paper's eq. 30): ``alpha' =
+    min(exp(log_alpha'), max_cql_alpha)``, a variable trained by its own
+    optimizer (or the algorithm's default one) to keep the mean of the n
+    penalties at the gap:
+
+        loss = sg(alpha') * (sum_i penalty_i - n gap)
+               - alpha' * sg(sum_i penalty_i - n gap) / n
+
+    so the networks get ``alpha' * grad penalty_i`` and ``log alpha'`` the
+    gradient ``-alpha' * (mean_i penalty_i - gap)``: alpha' grows while
+    the penalty is above the gap and shrinks below it.
+    """
+
+    _log_cql_alpha: tf.Variable
+    _target_gap: Optional[float]
+    _max_cql_alpha: float
+    _fixed_cql_alpha: float
+
+    def _init_cql_weight(
+        self,
+        cql_alpha: float,
+        cql_target_gap: Optional[float],
+        cql_alpha_optimizer: Optional[Any],
+        max_cql_alpha: float,
+    ) -> None:
+        """Creates ``log alpha'`` (trainable only with a gap) and gives it
+        ``cql_alpha_optimizer`` (Lagrangian only; None: the default
+        optimizer). Call after the base class's ``__init__``."""
+        self._target_gap = (
+            None if cql_target_gap is None else float(cql_target_gap)
+        )
+        self._max_cql_alpha = float(max_cql_alpha)
+        self._fixed_cql_alpha = float(cql_alpha)
+        self._log_cql_alpha = tf.Variable(
+            float(np.log(cql_alpha)),
+            dtype=tf.float32,
+            name='log_cql_alpha',
+            trainable=self._target_gap is not None,
+        )
+        if cql_alpha_optimizer is not None and self._target_gap is not None:
+            cast(Any, self).add_optimizer(
+                cql_alpha_optimizer, [self._log_cql_alpha]
+            )
+
+    @property
+    def cql_alpha(self) -> tf.Tensor:
+        """[] float32: the penalty's current weight alpha' (``cql_alpha``
+        itself when fixed)."""
+        if self._target_gap is None:
+            return tf.constant(self._fixed_cql_alpha, tf.float32)
+        return tf.minimum(tf.exp(self._log_cql_alpha), self._max_cql_alpha)
+
+    def _cql_loss(self, penalty: tf.Tensor, count: int) -> tf.Tensor:
+        """The weighted penalty term (and alpha''s Lagrangian loss).
+
+        Args:
+            penalty: [T, B] float32 sum of ``count`` penalties of a row.
+            count: how many penalties the sum has (critics).
+        Returns:
+            [T, B] float32 loss term.
+        """
+        alpha = self.cql_alpha
+        if self._target_gap is None:
+            return tf.stop_gradient(alpha) * penalty
+        gap = penalty - count * self._target_gap
+        return (
+            tf.stop_gradient(alpha) * gap
+            - alpha * tf.stop_gradient(gap) / count
+        )
+
+
 @gin.configurable
-class CqlSacAlgorithm(SacAlgorithm):
+class CqlSacAlgorithm(CqlWeight, SacAlgorithm):
     """SAC with CQL's conservative critic penalty, for offline training.
 
     Args:
@@ -117,23 +194,9 @@ class CqlSacAlgorithm(SacAlgorithm):
         # The penalties call the networks without their states.
         check_feed_forward(name, (self.actor_network, self._critic1))
         self._num_sampled = int(num_sampled_actions)
-        self._target_gap = (
-            None if cql_target_gap is None else float(cql_target_gap)
+        self._init_cql_weight(
+            cql_alpha, cql_target_gap, cql_alpha_optimizer, max_cql_alpha
         )
-        self._max_cql_alpha = float(max_cql_alpha)
-        self._log_cql_alpha = tf.Variable(
-            float(np.log(cql_alpha)),
-            dtype=tf.float32,
-            name='log_cql_alpha',
-            trainable=self._target_gap is not None,
-        )
-        if cql_alpha_optimizer is not None and self._target_gap is not None:
-            self.add_optimizer(cql_alpha_optimizer, [self._log_cql_alpha])
-
-    @property
-    def cql_alpha(self) -> tf.Tensor:
-        """[] float32: the penalty's current weight alpha'."""
-        return tf.minimum(tf.exp(self._log_cql_alpha), self._max_cql_alpha)
 
     # ------------------------------------------------------------ steps
     def _train_step(self, exp, state, with_target):
@@ -237,18 +300,11 @@ class CqlSacAlgorithm(SacAlgorithm):
         sac = super().calc_loss(training_info)
         info = training_info.info
         penalty = info.cql_penalty1 + info.cql_penalty2
-        alpha = self.cql_alpha
-        if self._target_gap is None:
-            cql_loss = tf.stop_gradient(alpha) * penalty
-        else:
-            gap = penalty - 2.0 * self._target_gap
-            cql_loss = (
-                tf.stop_gradient(alpha) * gap
-                - alpha * tf.stop_gradient(gap) / 2.0
-            )
         return LossInfo(
-            loss=sac.loss + cql_loss,
+            loss=sac.loss + self._cql_loss(penalty, 2),
             extra=CqlLossInfo(
-                *sac.extra, cql_penalty=penalty / 2.0, cql_weight=alpha
+                *sac.extra,
+                cql_penalty=penalty / 2.0,
+                cql_weight=self.cql_alpha,
             ),
         )

@@ -7,16 +7,23 @@ every row gets the penalty (``ops.offline_losses.discrete_cql_penalty``)
 
     penalty(s, a) = log sum_a' exp Q(s, a') - Q(s, a_data)
 
-weighted by a fixed ``cql_alpha``, pushing Q down on actions the data
-does not hold and up on those it does. Everything else (double-DQN
+weighted by a fixed ``cql_alpha``, or, with ``cql_target_gap`` set (the
+Lagrangian version), by ``alpha' = exp(log_alpha')`` trained to keep the
+penalty at the gap (``CqlWeight``, shared with ``CqlSacAlgorithm``):
+
+    loss += alpha' * (penalty - gap)       (alpha' fixed here)
+    alpha' loss = -alpha' * (penalty - gap)  (penalty fixed here)
+
+It pushes Q down on actions the data does not hold and up on those it
+does. Everything else (double-DQN
 targets, n-step rows, target updates, prioritized replay, ε-greedy
 rollout) is ``DqnAlgorithm``'s: this class only adds the loss term, so an
 offline ``CqlDqnAlgorithm`` run continues online as a ``DqnAlgorithm``
 (the same variables).
 
-Deviations: scalar values only (not the paper's QR-DQN head); no
-Lagrangian weight. The penalty re-evaluates the online Q network on the
-replayed observations (one forward pass more per row than DQN).
+Deviation: scalar values only (not the paper's QR-DQN head). The
+penalty reads the Q values of every action that DQN's step computed
+(no extra forward pass).
 """
 
 from typing import Any, Optional, cast
@@ -29,9 +36,9 @@ from alf_rl.algorithms.dqn_algorithm import (
     DqnInfo,
     DqnLossInfo,
 )
-from alf_rl.algorithms.value_distributions import ScalarValues
+from alf_rl.algorithms.cql_algorithm import CqlWeight
+from alf_rl.algorithms.value_distributions import ScalarValues, ValueOutputs
 from alf_rl.data_structures import (
-    Experience,
     LossInfo,
     PolicyStep,
     TrainingInfo,
@@ -50,20 +57,28 @@ CqlDqnInfo = namedtuple(
 CqlDqnLossInfo = namedtuple(
     'CqlDqnLossInfo',
     cast(Any, DqnLossInfo)._fields
-    + ('cql_penalty',),  # [T, B] float32 the penalty of each row
+    + (
+        'cql_penalty',  # [T, B] float32 the penalty of each row
+        'cql_weight',  # [] float32 alpha' (fixed or Lagrangian)
+    ),
     default_value=(),
 )
 
 
 @gin.configurable
-class CqlDqnAlgorithm(DqnAlgorithm):
+class CqlDqnAlgorithm(CqlWeight, DqnAlgorithm):
     """DQN with CQL's conservative penalty, for offline training.
 
     Args:
         observation_spec: nest of specs of one observation.
         action_spec: scalar bounded integer spec.
         cql_alpha: the penalty's weight alpha (> 0; the paper uses 1 to
-            4 on Atari).
+            4 on Atari; the initial alpha' with ``cql_target_gap``).
+        cql_target_gap: None: fixed weight; else the Lagrangian version
+            keeping the penalty near this gap (the paper's tau).
+        cql_alpha_optimizer: optimizer of ``log alpha'`` (None: the default
+            ``optimizer``); only with ``cql_target_gap``.
+        max_cql_alpha: clip of alpha' (Lagrangian).
         name: module name.
         **kwargs: ``DqnAlgorithm``'s arguments (``q_network_ctor``,
             ``gamma``, ``td_error_loss_fn``, ``optimizer``, ...).
@@ -80,6 +95,9 @@ class CqlDqnAlgorithm(DqnAlgorithm):
         observation_spec: Nest,
         action_spec: Nest,
         cql_alpha: float = 1.0,
+        cql_target_gap: Optional[float] = None,
+        cql_alpha_optimizer: Optional[Any] = None,
+        max_cql_alpha: float = 1e6,
         name: str = 'CqlDqnAlgorithm',
         **kwargs: Any,
     ):
@@ -95,52 +113,34 @@ class CqlDqnAlgorithm(DqnAlgorithm):
                 % (name, type(values).__name__)
             )
         super().__init__(observation_spec, action_spec, name=name, **kwargs)
-        self._cql_alpha = float(cql_alpha)
+        self._init_cql_weight(
+            cql_alpha, cql_target_gap, cql_alpha_optimizer, max_cql_alpha
+        )
 
     # ------------------------------------------------------------ steps
-    def train_step(self, exp: Any, state: Nest) -> PolicyStep:
-        """``DqnAlgorithm.train_step`` and the penalty at (s_t, a_t).
+    def _train_info(self, info: Any, out: ValueOutputs) -> Any:
+        """DQN's ``info`` of ``train_step``/``first_train_step`` with the
+        penalty at (s_t, a_t), from the step's Q values of every action
+        ``out.q`` [B, A] and ``info.q_value`` [B] (the taken action's).
 
         Args:
-            exp: ``Experience`` with [B, ...] leaves.
-            state: ``()``.
+            info: ``DqnInfo`` with [B] leaves.
+            out: the online network's ``ValueOutputs`` at the row.
         Returns:
-            ``PolicyStep(action [B] greedy, (), CqlDqnInfo)``.
+            ``CqlDqnInfo``.
         """
-        return self._with_penalty(super().train_step(exp, state), exp, state)
-
-    def first_train_step(self, exp: Any, state: Nest) -> PolicyStep:
-        """``DqnAlgorithm.first_train_step`` (no target network) and the
-        penalty.
-
-        Args/returns: as ``train_step``.
-        """
-        return self._with_penalty(
-            super().first_train_step(exp, state), exp, state
-        )
+        penalty = discrete_cql_penalty(out.q, info.q_value)
+        return CqlDqnInfo(*info, cql_penalty=penalty)
 
     def bootstrap_step(self, exp: Any, state: Nest) -> PolicyStep:
         """``DqnAlgorithm.bootstrap_step`` with a zero penalty (the last
         row's loss is masked).
 
-        Args/returns: as ``train_step``.
+        Args/returns: as ``DqnAlgorithm.bootstrap_step``, ``CqlDqnInfo``.
         """
         step = super().bootstrap_step(exp, state)
         zeros = tf.zeros_like(step.info.target_value)
         return step._replace(info=CqlDqnInfo(*step.info, cql_penalty=zeros))
-
-    def _with_penalty(
-        self, step: PolicyStep, exp: Experience, state: Nest
-    ) -> PolicyStep:
-        """``step`` with the penalty of the Q values at
-        ``exp.observation`` (from the Q network's ``state``, that of the
-        step) and its ``q_value`` (the taken action's)."""
-        out, _ = self._outputs(
-            self._q_network, exp.observation, 'train', state
-        )
-        q_all = out.q
-        penalty = discrete_cql_penalty(q_all, step.info.q_value)
-        return step._replace(info=CqlDqnInfo(*step.info, cql_penalty=penalty))
 
     # ------------------------------------------------------------ loss
     def calc_loss(
@@ -148,7 +148,8 @@ class CqlDqnAlgorithm(DqnAlgorithm):
         training_info: TrainingInfo,
         importance_weights: Optional[tf.Tensor] = None,
     ) -> LossInfo:
-        """DQN's TD loss plus ``cql_alpha`` times the penalty.
+        """DQN's TD loss plus alpha' times the penalty (and, with
+        ``cql_target_gap``, alpha''s Lagrangian loss).
 
         Args:
             training_info: ``TrainingInfo`` with [T, B] leaves; ``info`` is
@@ -160,10 +161,12 @@ class CqlDqnAlgorithm(DqnAlgorithm):
         """
         dqn = super().calc_loss(training_info, importance_weights)
         penalty = training_info.info.cql_penalty
-        weighted = self._cql_alpha * penalty
+        weighted = self._cql_loss(penalty, 1)
         if importance_weights is not None:
             weighted = weighted * tf.cast(importance_weights, weighted.dtype)
         return LossInfo(
             loss=dqn.loss + weighted,
-            extra=CqlDqnLossInfo(*dqn.extra, cql_penalty=penalty),
+            extra=CqlDqnLossInfo(
+                *dqn.extra, cql_penalty=penalty, cql_weight=self.cql_alpha
+            ),
         )

@@ -372,8 +372,13 @@ class DqnAlgorithm(_RecurrentQStates, _NoiseResampling, TDErrorPriority,
         q_state, target_state = self._split(state)
         out, q_state = self._outputs(self._q_network, exp.observation,
                                      'train', q_state)
-        return self._with_target(exp, (q_state, target_state),
+        step = self._with_target(exp, (q_state, target_state),
                                  self._taken_q(out.values, exp.action), out)
+        return step._replace(info=self._train_info(step.info, out))
+
+    def _train_info(self, info: Any, out: ValueOutputs) -> Any:
+        """The train steps' ``info``; a subclass's hook to add terms."""
+        return info
 
     def _taken_q(self, values: tf.Tensor, action: tf.Tensor) -> tf.Tensor:
         """[B] (or [B, N]) values of the taken ``action`` [B] from
@@ -403,14 +408,11 @@ class DqnAlgorithm(_RecurrentQStates, _NoiseResampling, TDErrorPriority,
             return self.train_step(exp, state)
         out, _ = self._outputs(self._q_network, exp.observation, 'train', ())
         q_value = self._taken_q(out.values, exp.action)
-        return PolicyStep(action=self._to_action(
-            tf.argmax(out.q, axis=-1, output_type=tf.int32)),
-                          state=state,
-                          info=DqnInfo(
-                              q_value=q_value,
-                              target_value=self._distribution.zero_target(
-                                  q_value),
-                              tau=out.tau))
+        info = DqnInfo(q_value=q_value, tau=out.tau,
+                       target_value=self._distribution.zero_target(q_value))
+        greedy = tf.argmax(out.q, axis=-1, output_type=tf.int32)
+        return PolicyStep(action=self._to_action(greedy), state=state,
+                          info=self._train_info(info, out))
 
     def bootstrap_step(self, exp: Experience, state: Nest) -> PolicyStep:
         """Only the bootstrap value of the last row of a sequence.

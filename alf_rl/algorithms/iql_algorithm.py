@@ -15,10 +15,17 @@ the dataset:
 
 Settings: ``expectile`` (tau, 0.7 for MuJoCo in the paper) and
 ``temperature`` (1/beta; the paper's beta is 3 for MuJoCo, 10 for
-AntMaze). Discrete actions use ``QNetwork``s (Q of the taken action);
-continuous ones ``CriticNetwork``s. Target critics are Polyak-averaged
-(``tau``). Deviation: the paper's cosine learning-rate schedule of the
-actor is left to the optimizer's configuration.
+AntMaze; its MuJoCo rewards are scaled to about 1 a step). The weights
+scale with the rewards: with HalfCheetah's unscaled ~10 a step, 1/3
+saturates them at ``max_weight`` on a few samples per batch and 3.33
+gives the paper's weighting (``examples/offline/iql_half_cheetah.gin``).
+Discrete actions use ``QNetwork``s (Q of the taken action); continuous
+ones ``CriticNetwork``s. Target critics are Polyak-averaged (``tau``).
+Float actions are clipped a hair inside their bounds in the policy's
+likelihood (as ``BcAlgorithm`` does: a tanh-squashed Gaussian has no
+density on the bounds, where clipped noise puts data). Deviation: the
+paper's cosine learning-rate schedule of the actor is left to the
+optimizer's configuration.
 """
 
 import functools
@@ -28,6 +35,7 @@ import gin
 import tensorflow as tf
 
 from alf_rl import specs as alf_specs
+from alf_rl.algorithms.bc_algorithm import inside_bounds
 from alf_rl.algorithms.config_checks import check_unit_interval
 from alf_rl.algorithms.off_policy_algorithm import OffPolicyAlgorithm
 from alf_rl.algorithms.policy_actions import DEFAULT_ACTOR_CTOR, ActorPolicy
@@ -242,7 +250,9 @@ class IqlAlgorithm(ActorPolicy, OffPolicyAlgorithm):
             advantage, self._temperature, self._max_weight
         )
         dist, _ = self._actor_network(obs)
-        actor_loss = -weights * dist_ops.log_prob(dist, action)
+        actor_loss = -weights * dist_ops.log_prob(
+            dist, inside_bounds(action, self.action_spec)
+        )
         return PolicyStep(
             action=(),
             state=state,

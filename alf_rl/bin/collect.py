@@ -6,6 +6,7 @@ Usage::
                 [--epsilon E | --noise S | --random]
                 [--reference_episodes K]
     alf-collect --root_dir RUN --from_replay --out DATASET
+                [--random_return R --expert_return R]
 
 Loads ``RUN/config.gin`` and the newest checkpoint in ``RUN/ckpt`` (as
 ``alf-play`` does), plays ``--episodes`` episodes with the greedy policy
@@ -218,7 +219,17 @@ def _main(argv):
         run_command(
             'alf-collect',
             lambda: collect_replay(
-                FLAGS.root_dir, FLAGS.out, FLAGS.gin_param or ()
+                FLAGS.root_dir,
+                FLAGS.out,
+                FLAGS.gin_param or (),
+                {
+                    k: v
+                    for k, v in (
+                        ('random_return', FLAGS.random_return),
+                        ('expert_return', FLAGS.expert_return),
+                    )
+                    if v is not None
+                },
             ),
         )
         return

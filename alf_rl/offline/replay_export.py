@@ -63,7 +63,8 @@ def write_replay(
         metadata: entries for the dataset's metadata.
 
     Returns:
-        the written ``Dataset``.
+        the written ``Dataset``; its metadata's ``behaviour_return`` is the
+        mean return of the episodes that end with ``LAST`` (if any).
 
     Raises:
         DatasetError: the buffer holds no whole episode start.
@@ -73,12 +74,16 @@ def write_replay(
     )
     spec = replayer.buffer.data_spec
     writer = DatasetWriter(out, spec.observation, spec.action, metadata)
-    count = 0
+    count, returns = 0, []
     for b in range(replayer.batch_size):
         lane = tf.nest.map_structure(lambda x, b=b: x[:, b], stored)
         for episode in lane_episodes(lane):
             writer.add_episode(episode)
             count += 1
+            if episode.step_type[-1] == StepType.LAST:
+                returns.append(float(np.sum(episode.reward[1:])))
+    if returns:
+        writer.set_metadata(behaviour_return=float(np.mean(returns)))
     if not count:
         raise DatasetError(
             "%s: the replay buffer holds no episode start (FIRST step); "

@@ -2,13 +2,19 @@
 checkpoint written as a dataset (``alf_rl.offline.replay_export``)."""
 
 import os
-from typing import Any, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 
 def collect_replay(
-    root_dir: str, out: str, gin_params: Sequence[str] = ()
+    root_dir: str,
+    out: str,
+    gin_params: Sequence[str] = (),
+    references: Optional[Dict[str, float]] = None,
 ) -> int:
     """Writes the replay buffer of a run's newest checkpoint to ``out``.
+
+    ``references`` (``random_return``, ``expert_return``: those of the
+    normalized score) go into the dataset's metadata.
 
     Returns:
         the number of steps written.
@@ -37,7 +43,7 @@ def collect_replay(
             [config],
             list(gin_params) + ['TrainerConfig.evaluate=False'],
         )
-        env_name = _env_name(gin)
+        metadata = dict(references or {}, env_name=_env_name(gin))
     try:
         replayer = getattr(trainer, '_replayer', None)
         if replayer is None:
@@ -50,7 +56,7 @@ def collect_replay(
         dataset = write_replay(
             replayer,
             out,
-            {'env_name': env_name, 'source_run': root_dir, 'policy': 'replay'},
+            dict(metadata, source_run=root_dir, policy='replay'),
         )
     finally:
         trainer.close()

@@ -36,6 +36,7 @@ from alf_rl.trainers.config import TrainerConfig
 from alf_rl.trainers.env_sources import EnvSource
 from alf_rl.trainers.errors import TrainingError, raise_training_error
 from alf_rl.trainers.evaluation import Evaluator, create_eval_env
+from alf_rl.trainers.gin_scope import GinState, own_gin_config
 from alf_rl.trainers.progress import RunClock, format_secs
 from alf_rl.trainers.summaries import RunSummaries
 from alf_rl.utils import summary as summary_utils
@@ -156,6 +157,8 @@ class OfflineTrainer(object):
             config.report.summaries_flush_secs,
             config.evaluation.evaluate,
         )
+        # train() runs in the gin configuration the run was built in.
+        self._gin_state = [GinState.capture()]
         self._call = (
             tf.function(self._iterations)
             if config.execution.use_tf_functions
@@ -286,7 +289,10 @@ class OfflineTrainer(object):
             TrainingError, RunDirLockedError, RunDirError, CheckpointError:
                 as ``Trainer.train``.
         """
-        with self._checkpoints.locked():
+        with (
+            own_gin_config(self._gin_state.pop(), keep=self._gin_state),
+            self._checkpoints.locked(),
+        ):
             return self._train_locked()
 
     # ------------------------------------------------------------ loop

@@ -106,15 +106,22 @@ def test_from_replay_writes_the_runs_replay_stream(tmp_path):
         ],
     )
     gin.clear_config()
-    steps = collect_replay(root, str(tmp_path / 'replay'))
+    references = {'random_return': 22.0, 'expert_return': 500.0}
+    steps = collect_replay(root, str(tmp_path / 'replay'), (), references)
     gin.clear_config()
     ds = Dataset(str(tmp_path / 'replay'))
     # Every step the run took, from its first reset on.
     assert steps == ds.num_steps == 40 + 2 * 30
     assert ds.metadata['policy'] == 'replay'
+    assert ds.metadata['random_return'] == 22.0
+    assert ds.metadata['expert_return'] == 500.0
     episodes = list(ds.episodes())
     ended = [e for e in episodes if e.step_type[-1] == StepType.LAST]
     assert len(ended) == result['Metrics/NumberOfEpisodes']
+    # The mean return of the finished episodes (CartPole: 1 a step).
+    assert ds.metadata['behaviour_return'] == pytest.approx(
+        np.mean([len(e.step_type) - 1 for e in ended])
+    )
     for e in episodes:
         assert e.step_type[0] == StepType.FIRST
         assert set(e.step_type[1:-1]) <= {StepType.MID}

@@ -145,6 +145,9 @@ def test_offline_example_trains_with_alf_train(small, tmp_path, name):
     finally:
         gin.clear_config()
     assert result['iterations'] == 2
+    # config.gin is the run's operative configuration (with its seed).
+    with open(tmp_path / 'run' / 'config.gin') as f:
+        assert 'TrainerConfig.random_seed = 1' in f.read()
     assert 1 <= result['eval/Metrics/AverageReturn'] <= 20
     assert result["eval/Metrics/NormalizedScore"] == pytest.approx(
         100 * (result["eval/Metrics/AverageReturn"] - 22.0) / 478.0
