@@ -308,7 +308,9 @@ def read_run(run_dir: str, metric: str, source: str,
             ``time_to_threshold`` of it.
     Returns:
         Dict with seed, run_dir (``~`` for the home directory), final,
-        best, env_steps (at the last point), planned_env_steps
+        best, env_steps (at the last point; 0 for an offline run, whose
+        curve is read over iterations from ``Metrics/<metric>`` and whose
+        entry has ``iterations``: those at its last point), planned_env_steps
         (``read_planned_steps``; None when unknown), wall_secs, wall_from,
         num_points (of the full curve), curve (``thin_curve``) and, with a
         threshold, to_threshold.
@@ -316,6 +318,13 @@ def read_run(run_dir: str, metric: str, source: str,
         UsageError: see ``read_metric_curve``.
     """
     curve = read_metric_curve(run_dir, metric, source)
+    iterations = None
+    if all(step == 0 for step, _ in curve):
+        # An offline run (no env steps): its curve is over iterations.
+        by_iteration = read_curve(os.path.join(run_dir, source),
+                                  'Metrics/' + metric)
+        if by_iteration:
+            curve, iterations = by_iteration, by_iteration[-1][0]
     wall_secs, wall_from = training_wall_secs(run_dir, metric, source)
     path = os.path.abspath(run_dir)
     home = os.path.expanduser('~')
@@ -323,11 +332,13 @@ def read_run(run_dir: str, metric: str, source: str,
         path = '~' + path[len(home):]
     entry = {'seed': read_seed(run_dir), 'run_dir': path,
              'final': curve[-1][1], 'best': max(v for _, v in curve),
-             'env_steps': curve[-1][0],
+             'env_steps': 0 if iterations else curve[-1][0],
              'planned_env_steps': read_planned_steps(run_dir),
              'wall_secs': wall_secs,
              'wall_from': wall_from, 'num_points': len(curve),
              'curve': thin_curve(curve)}
+    if iterations:
+        entry['iterations'] = iterations
     if threshold is not None:
         entry['to_threshold'] = time_to_threshold(run_dir, metric, source,
                                                   threshold)
@@ -546,7 +557,8 @@ def budget_cell(seeds: Sequence[Dict[str, Any]],
     env steps (``planned_env_steps``; more than 1% short) how far it got:
     ``'120k of 1M (unfinished)'``; a run that stopped at the point where
     it reached ``threshold`` (``to_threshold``) is not unfinished:
-    ``'44k-68k of 100k (stopped at 475)'``.
+    ``'44k-68k of 100k (stopped at 475)'``; offline runs (no env steps,
+    their curves over ``iterations``): ``'offline: 20k iterations'``.
 
     Args:
         seeds: the record's seed entries.
@@ -554,6 +566,11 @@ def budget_cell(seeds: Sequence[Dict[str, Any]],
     Returns:
         The cell's text.
     """
+    if seeds and all(s.get('iterations') for s in seeds):
+        fewest, most = (format_steps(f(s['iterations'] for s in seeds))
+                        for f in (min, max))
+        return 'offline: %s iterations' % (
+            fewest if fewest == most else fewest + '-' + most)
     fewest, most = (format_steps(f(s['env_steps'] for s in seeds))
                     for f in (min, max))
     cell = fewest if fewest == most else fewest + '-' + most

@@ -372,3 +372,22 @@ def test_point_cell_counts_points_within_one_percent():
     assert bt.point_cell(curve[:2], 1000000) == 'not yet'
     assert bt.point_cell(curve, 400000) == '1 (at 250k)'
     assert bt.point_cell(curve, 100000) == 'none yet'
+
+
+def test_an_offline_run_is_recorded_over_iterations(tmp_path):
+    """No env steps (every env-step point at 0): the curve is read from
+    ``Metrics/<metric>`` (step = iteration) and the budget says offline."""
+    run = str(tmp_path / 'offline')
+    writer = tf.summary.create_file_writer(os.path.join(run, 'eval'))
+    with writer.as_default():
+        for iteration, value in [(500, 30.0), (1000, 34.5), (1500, 33.0)]:
+            tf.summary.scalar(TAG, value, step=0)
+            tf.summary.scalar('Metrics/AverageReturn', value, step=iteration)
+    writer.close()
+    entry = bt.read_run(run, 'AverageReturn', 'eval')
+    assert (entry['env_steps'], entry['iterations']) == (0, 1500)
+    assert (entry['final'], entry['best'], entry['num_points']) == (
+        33.0, 34.5, 3)
+    other = dict(entry, iterations=20000)
+    assert bt.budget_cell([entry]) == 'offline: 1.5k iterations'
+    assert bt.budget_cell([entry, other]) == 'offline: 1.5k-20k iterations'
