@@ -486,7 +486,7 @@ def load_records(records_dir: str) -> List[Dict[str, Any]]:
             with open(path) as f:
                 record = json.load(f)
         except (OSError, ValueError) as e:
-            raise UsageError('%s: not readable as JSON (%s)' % (path, e))
+            raise UsageError('%s: not readable as JSON (%s)' % (path, e)) from None
         _check_record(path, record)
         records.append(record)
     return sorted(records, key=lambda r: (
@@ -716,7 +716,7 @@ def _read_text(path: str) -> str:
         with open(path) as f:
             return f.read()
     except OSError as e:
-        raise UsageError('%s: cannot be read (%s)' % (path, e.strerror))
+        raise UsageError('%s: cannot be read (%s)' % (path, e.strerror)) from None
 
 
 def parse_steps(text: str) -> List[int]:
