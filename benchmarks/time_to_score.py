@@ -65,6 +65,10 @@ def _run(gin, train, gin_file, seed, args):
         'TrainerConfig.stop_at_average_return=%r' % args.threshold,
     ])
     now = time.time()
+    # train() leaves no configuration behind: read the run's own.
+    gin.clear_config()
+    gin.parse_config_file(os.path.join(root, 'config.gin'),
+                          skip_unknown=True)
     updates = result['iterations'] * _updates_per_iteration(gin)
     rate = updates / max(result['train_secs'], 1e-9)
     reached = result['Metrics/AverageReturn'] >= args.threshold
