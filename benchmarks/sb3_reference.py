@@ -4,7 +4,9 @@ Runs SB3's PPO on CartPole-v1 or SAC on Pendulum-v1 with the
 rl-baselines3-zoo hyperparameters and prints, per seed, the env steps and
 the wall-clock from ``learn()``'s start (and from process start) until the
 mean return of the last ``--window`` finished training episodes reaches the
-threshold -- the same stopping rule as ``time_to_score.py`` (whose
+threshold, and when its first update was done (seconds from process start:
+compare with the end of ``alf-train``'s first iteration, which
+``benchmarks/startup.py`` prints) -- the same stopping rule as ``time_to_score.py`` (whose
 ``AverageReturn`` is the mean of the last 10 training episodes).
 
 ``--algo ppo_hopper --budget N --seeds S`` trains SB3's PPO with the zoo's
@@ -91,9 +93,12 @@ def main():
         def __init__(self):
             super().__init__()
             self.reached_at = None
+            self.first_update_at = None  # seconds after process start
             self.returns = []
 
         def _on_step(self):
+            if self.first_update_at is None and self.model._n_updates > 0:
+                self.first_update_at = time.time() - START
             for info in self.locals.get('infos', []):
                 if 'episode' in info:
                     self.returns.append(info['episode']['r'])
@@ -121,10 +126,12 @@ def main():
         model.learn(zoo['budget'], callback=callback)
         now = time.time()
         print('seed %d: %s %g (mean of last %d episodes) after %s env '
-              'steps, %.1f s in learn(), %.1f s after process start' %
+              'steps, %.1f s in learn(), %.1f s after process start; first '
+              'update done %.1f s after process start' %
               (seed, 'reached' if callback.reached_at else 'did NOT reach',
                threshold, args.window, callback.reached_at or
-               model.num_timesteps, now - start, now - START), flush=True)
+               model.num_timesteps, now - start, now - START,
+               callback.first_update_at or float('nan')), flush=True)
         env.close()
 
 

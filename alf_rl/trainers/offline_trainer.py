@@ -381,11 +381,10 @@ class OfflineTrainer(object):
             self._summaries.write_eval(clock.last_eval, it, 0)
         if not final and it % c.checkpoint.checkpoint_interval == 0:
             self._checkpoints.save(it, self._summaries.flush)
-        if not final and (
-            now - clock.last_report >= c.report.progress_interval_secs
+        if not final and clock.report_due(
+            now, c.report.progress_interval_secs
         ):
             self._report_progress(clock, loss_info)
-            clock.last_report = now
 
     def _report_progress(self, clock: RunClock, loss_info: Any) -> None:
         eta = clock.eta_secs(time.time(), self._fraction_done())

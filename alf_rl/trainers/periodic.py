@@ -137,9 +137,8 @@ class PeriodicWork(object):
             return
         if iteration % c.checkpoint.checkpoint_interval == 0:
             self.save_checkpoint(iteration)
-        if now - clock.last_report >= c.report.progress_interval_secs:
+        if clock.report_due(now, c.report.progress_interval_secs):
             self._report_progress(clock)
-            clock.last_report = now
 
     def save_checkpoint(self, iteration: int) -> None:
         """Checkpoints ``iteration`` (unless it is the newest save) and

@@ -36,6 +36,7 @@ class RunClock(object):
         self.start_time = start_time
         self.start_steps = start_steps
         self.last_report = start_time
+        self.reported = False  # no progress line yet
         self.last_summary_time = start_time
         self.last_summary_steps = start_steps
         # The first call (one iteration) includes tracing and XLA
@@ -85,6 +86,20 @@ class RunClock(object):
         if fraction_done <= f0 or now <= t0:
             return None
         return (1 - fraction_done) * (now - t0) / (fraction_done - f0)
+
+    def report_due(self, now: float, interval: float) -> bool:
+        """Whether a progress line is due: after the first call (so that
+        a run shows it has started however fast that call was), then
+        every ``interval`` seconds; marks it reported.
+
+        Args:
+            now: ``time.time()``.
+            interval: seconds between progress lines.
+        """
+        if self.reported and now - self.last_report < interval:
+            return False
+        self.reported, self.last_report = True, now
+        return True
 
     def steps_per_sec(self, now: float, env_steps: int) -> Optional[float]:
         """This process's steady-state env steps per second: the steps made

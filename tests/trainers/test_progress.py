@@ -57,6 +57,15 @@ def test_clock_times_calls_and_extrapolates_the_eta():
                       'first_iteration_secs': 10.0, 'stopped_early': False}
 
 
+def test_a_progress_line_is_due_after_the_first_call_then_by_interval():
+    clock = RunClock(start_time=100.0, start_steps=0)
+    assert clock.report_due(100.5, 5.0)  # the first call, however fast
+    assert not clock.report_due(104.0, 5.0)
+    assert clock.report_due(105.5, 5.0)
+    assert not clock.report_due(110.0, 5.0)
+    assert clock.report_due(110.5, 5.0)
+
+
 def test_progress_line_parts():
     assert format_secs(3725.9) == '1:02:05'
     assert progress_line(3, 120, 60.4, None) == (
