@@ -430,17 +430,22 @@ def _agent_a2c_icm(obs, act):
     return alg, roles
 
 
-def _merlin(obs, act):
-    """The predictor (VAE, memory, decoders) with its own optimizer; the
-    A2C policy trained by MERLIN's."""
-    roles = {'merlin': _adam(), 'predictor': _adam()}
-    predictor = functools.partial(
+def _merlin_predictor(optimizer):
+    """MERLIN's predictor (VAE, memory, decoders) with ``optimizer``."""
+    return functools.partial(
         MemoryBasedPredictor, z_dim=4, memory_size=6, num_read_keys=2,
-        lstm_size=(8, ), optimizer=roles['predictor'],
+        lstm_size=(8, ), optimizer=optimizer,
         encoding_network_ctor=functools.partial(
             EncodingNetwork, fc_layer_params=HIDDEN),
         decoder_ctor=functools.partial(EncodingNetwork,
                                        fc_layer_params=HIDDEN))
+
+
+def _merlin(obs, act):
+    """The predictor (VAE, memory, decoders) with its own optimizer; the
+    A2C policy trained by MERLIN's."""
+    roles = {'merlin': _adam(), 'predictor': _adam()}
+    predictor = _merlin_predictor(roles['predictor'])
 
     def a2c(observation_spec, action_spec):
         return ActorCriticAlgorithm(
@@ -457,13 +462,7 @@ def _merlin_ppo(obs, act):
     """MERLIN with a PPO policy: the predictor with its own optimizer, the
     policy trained by MERLIN-PPO's; replayed from the stored memory."""
     roles = {'merlin': _adam(), 'predictor': _adam()}
-    predictor = functools.partial(
-        MemoryBasedPredictor, z_dim=4, memory_size=6, num_read_keys=2,
-        lstm_size=(8, ), optimizer=roles['predictor'],
-        encoding_network_ctor=functools.partial(
-            EncodingNetwork, fc_layer_params=HIDDEN),
-        decoder_ctor=functools.partial(EncodingNetwork,
-                                       fc_layer_params=HIDDEN))
+    predictor = _merlin_predictor(roles['predictor'])
 
     def ppo(observation_spec, action_spec):
         return PPOAlgorithm(
