@@ -85,6 +85,22 @@ class CqlWeight:
     _max_cql_alpha: float
     _fixed_cql_alpha: float
 
+    @staticmethod
+    def _check_cql_alpha(name: str, cql_alpha: float) -> None:
+        """Refuses a ``cql_alpha`` that is not > 0 in one line (call it
+        before the base class's ``__init__``: nothing is built then).
+
+        Args:
+            name: the algorithm's name, for the message.
+            cql_alpha: the fixed weight, or the Lagrangian one's start.
+        Raises:
+            ValueError: ``cql_alpha <= 0`` (or not a number).
+        """
+        if not cql_alpha > 0:
+            raise ValueError(
+                "%s: cql_alpha must be > 0, got %r" % (name, cql_alpha)
+            )
+
     def _init_cql_weight(
         self,
         cql_alpha: float,
@@ -175,10 +191,7 @@ class CqlSacAlgorithm(CqlWeight, SacAlgorithm):
         name: str = 'CqlSacAlgorithm',
         **kwargs: Any,
     ):
-        if not cql_alpha > 0:
-            raise ValueError(
-                "%s: cql_alpha must be > 0, got %r" % (name, cql_alpha)
-            )
+        self._check_cql_alpha(name, cql_alpha)
         if int(num_sampled_actions) < 1:
             raise ValueError(
                 "%s: num_sampled_actions must be >= 1, got %r"

@@ -101,10 +101,7 @@ class CqlDqnAlgorithm(CqlWeight, DqnAlgorithm):
         name: str = 'CqlDqnAlgorithm',
         **kwargs: Any,
     ):
-        if not cql_alpha > 0:
-            raise ValueError(
-                "%s: cql_alpha must be > 0, got %r" % (name, cql_alpha)
-            )
+        self._check_cql_alpha(name, cql_alpha)
         values = kwargs.get('value_distribution')
         if values is not None and not isinstance(values, ScalarValues):
             raise ValueError(
