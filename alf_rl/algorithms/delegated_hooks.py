@@ -118,6 +118,12 @@ class DelegatedHooks(object):
             experience, state, self.hooks_source.first_train_step
         )
 
+    def training_rows(self, experience: Experience) -> Experience:
+        """The inner algorithm's ``training_rows`` of the composite's
+        replayed [L, b] experience (a fold only selects and combines rows,
+        so it applies to the composite's leaves as to the inner's)."""
+        return self.hooks_source.training_rows(experience)
+
     def calc_priority(
         self, training_info: TrainingInfo, per_step_loss_info: LossInfo
     ) -> Optional[tf.Tensor]:

@@ -28,6 +28,11 @@ Deviations / choices:
 - The n-step horizon is set by the replayed sequence length instead of a
   separate ``n``; rows near the end of a sequence get shorter horizons (the
   returns are uncorrected off-policy n-step returns, as in Rainbow).
+  ``loss_rows='first'`` trains only row 0 of each sequence, on its
+  (L-1)-step return, as Rainbow's (Dopamine's, SB3's) n-step replay does:
+  the window is folded into row 0 and the step it bootstraps from
+  (``alf_rl.ops.td_targets.fold_n_step``) before any network runs, so an
+  update with L = 4 costs what a one-step update costs.
 - ε decays linearly over ``epsilon_decay_steps`` *rollout calls* (one call
   steps every parallel environment once), counted by a variable of the
   algorithm (checkpointed with it).
@@ -84,6 +89,7 @@ from alf_rl.networks.target_network import PeriodicSoftUpdate, TargetNetwork
 from alf_rl.ops import losses
 from alf_rl.ops.exploration import epsilon_greedy_action
 from alf_rl.ops.masks import pad_last_row
+from alf_rl.ops.td_targets import fold_n_step
 from alf_rl.specs import is_bounded, is_discrete, num_discrete_actions
 from alf_rl.utils.common import make_stateless_seed
 from alf_rl.utils.schedules import LinearSchedule
@@ -134,6 +140,18 @@ def _check_action_spec(name: str, action_spec: Any) -> None:
             "%s: action_spec must be one scalar BoundedTensorSpec with "
             "an integer dtype (a single discrete action), got %s" %
             (name, action_spec))
+
+
+def _check_loss_rows(name: str, loss_rows: str, recurrent: bool) -> bool:
+    """Whether ``loss_rows`` asks to fold windows ('first'), validated."""
+    if loss_rows not in ('all', 'first'):
+        raise ValueError("%s: loss_rows must be 'all' or 'first', got %r" %
+                         (name, loss_rows))
+    if loss_rows == 'first' and recurrent:
+        raise ValueError("%s: loss_rows='first' needs a feed-forward Q "
+                         "network (a recurrent one must run every row)" %
+                         name)
+    return loss_rows == 'first'
 
 
 def _epsilon_schedule(name: str, epsilon_greedy: Union[float,
@@ -203,9 +221,58 @@ class _NoiseResampling(object):
                 net.resample_noise()
 
 
+class _ActionColumns(object):
+    """Between actions and Q-value columns (column i is action ``minimum +
+    i`` of the ``action_spec``)."""
+
+    action_spec: Any
+
+    def _to_action(self, index: tf.Tensor) -> tf.Tensor:
+        action = tf.cast(index, self.action_spec.dtype)
+        return action + tf.cast(self.action_spec.minimum, action.dtype)
+
+    def _taken_q(self, values: tf.Tensor, action: tf.Tensor) -> tf.Tensor:
+        """[B] (or [B, N]) values of the taken ``action`` [B] from
+        ``values`` [B, A] (or [B, A, N])."""
+        index = tf.cast(action, tf.int32) - tf.cast(self.action_spec.minimum,
+                                                    tf.int32)
+        return tf.gather(values, index[:, None], batch_dims=1)[:, 0]
+
+
+class _FoldedRows(object):
+    """``loss_rows='first'``: windows folded into two rows before the
+    networks run (``_fold_rows`` and ``_gamma``, set by the constructor)."""
+
+    _fold_rows = False
+    _gamma = 0.99
+
+    def training_rows(self, experience: Experience) -> Experience:
+        """With ``loss_rows='first'``, the [L, b] window folded into 2 rows:
+        row 0, and per sequence the step it bootstraps from (the first
+        LAST step after row 0, else the last row) with the folded reward
+        and discount of ``fold_n_step``; else the window unchanged.
+
+        Args:
+            experience: ``Experience`` with [L, b, ...] leaves.
+        Returns:
+            ``Experience`` with [2, b, ...] leaves (or the input).
+        """
+        if not self._fold_rows or experience.step_type.shape[0] == 2:
+            return experience
+        k, reward, discount = fold_n_step(experience.reward,
+                                          experience.discount,
+                                          experience.step_type, self._gamma)
+        at_k = tf.stack([k, tf.range(tf.shape(k)[0])], axis=-1)
+        rows = tf.nest.map_structure(
+            lambda x: tf.stack([x[0], tf.gather_nd(x, at_k)]), experience)
+        return rows._replace(
+            reward=tf.stack([experience.reward[0], reward]),
+            discount=tf.stack([experience.discount[0], discount]))
+
+
 @gin.configurable
-class DqnAlgorithm(_RecurrentQStates, _NoiseResampling, TDErrorPriority,
-                   OffPolicyAlgorithm):
+class DqnAlgorithm(_RecurrentQStates, _NoiseResampling, _ActionColumns,
+                   _FoldedRows, TDErrorPriority, OffPolicyAlgorithm):
     """DQN / double DQN with n-step returns and ε-greedy exploration.
 
     Args:
@@ -228,6 +295,10 @@ class DqnAlgorithm(_RecurrentQStates, _NoiseResampling, TDErrorPriority,
         value_distribution: a ``ValueDistribution`` (default
             ``ScalarValues()``; C51, QR-DQN, IQN: see the module doc); the
             Q network must produce its output.
+        loss_rows: ``'all'``: every row but the last is trained, each on
+            the return over its available horizon; ``'first'``: only row 0,
+            on its (L-1)-step return (the window folded into two rows
+            before the networks run; feed-forward Q networks only).
         noise_resampling: when noisy heads draw new noise: any of
             ``'rollout'`` (each rollout call) and ``'update'`` (each
             update); networks without ``resample_noise`` ignore it.
@@ -240,8 +311,9 @@ class DqnAlgorithm(_RecurrentQStates, _NoiseResampling, TDErrorPriority,
 
     Raises:
         ValueError: ``action_spec`` is not one scalar bounded discrete spec,
-            the Q network does not fit ``value_distribution``, or a
-            hyperparameter is out of range.
+            the Q network does not fit ``value_distribution``, a
+            hyperparameter is out of range, or ``loss_rows='first'`` with a
+            recurrent Q network.
         TypeError: a retired argument name (``td_loss_fn``,
             ``target_update_tau``).
     """
@@ -260,6 +332,7 @@ class DqnAlgorithm(_RecurrentQStates, _NoiseResampling, TDErrorPriority,
                  eval_epsilon_greedy: float = 0.0,
                  value_distribution: Optional[ValueDistribution] = None,
                  noise_resampling: Sequence[str] = ('rollout', 'update'),
+                 loss_rows: str = 'all',
                  tau: float = 1.0,
                  target_update_period: int = 100,
                  optimizer: Optional[Any] = None,
@@ -278,6 +351,7 @@ class DqnAlgorithm(_RecurrentQStates, _NoiseResampling, TDErrorPriority,
         self._resampling = _check_resampling(name, noise_resampling)
         q_state = q_network.state_spec
         self._recurrent = bool(tf.nest.flatten(q_state))
+        self._fold_rows = _check_loss_rows(name, loss_rows, self._recurrent)
         super().__init__(observation_spec, action_spec, optimizer=optimizer,
                          name=name,
                          train_state_spec=((q_state, q_state)
@@ -306,10 +380,6 @@ class DqnAlgorithm(_RecurrentQStates, _NoiseResampling, TDErrorPriority,
         ``rollout`` resamples it, the online network's noise (see
         ``Algorithm.rollout_owned_variables``)."""
         return [self._rollout_count] + self._noise_variables('rollout')
-
-    def _to_action(self, index: tf.Tensor) -> tf.Tensor:
-        action = tf.cast(index, self.action_spec.dtype)
-        return action + tf.cast(self.action_spec.minimum, action.dtype)
 
     def _outputs(self, network: Any, observation: Nest, purpose: str,
                  state: Nest) -> Tuple[ValueOutputs, Nest]:
@@ -379,13 +449,6 @@ class DqnAlgorithm(_RecurrentQStates, _NoiseResampling, TDErrorPriority,
     def _train_info(self, info: Any, out: ValueOutputs) -> Any:
         """The train steps' ``info``; a subclass's hook to add terms."""
         return info
-
-    def _taken_q(self, values: tf.Tensor, action: tf.Tensor) -> tf.Tensor:
-        """[B] (or [B, N]) values of the taken ``action`` [B] from
-        ``values`` [B, A] (or [B, A, N])."""
-        index = tf.cast(action, tf.int32) - tf.cast(self.action_spec.minimum,
-                                                    tf.int32)
-        return tf.gather(values, index[:, None], batch_dims=1)[:, 0]
 
     def first_train_step(self, exp: Experience,
                          state: Nest) -> PolicyStep:

@@ -51,6 +51,9 @@ class ReplayHooks(Protocol):
       row of a sequence, which only provides targets ([B, ...] leaves).
     - ``first_train_step(experience, state)``: ``train_step`` for the
       first row, whose target values nothing reads.
+    - ``training_rows(experience)``: the rows of a replayed [L, b]
+      mini-batch that an update unrolls (all by default; DQN's
+      ``loss_rows='first'`` folds them into two).
     - ``calc_priority(training_info, per_step_loss_info)``: [b] priorities
       after an update on [L, b] rows, or None.
     - ``continue_training(training_info, valid_masks)``: bool scalar, False
@@ -74,6 +77,9 @@ class ReplayHooks(Protocol):
     def first_train_step(self, experience: Experience,
                          state: Nest) -> PolicyStep:
         """One first row (no target values needed); as ``train_step``."""
+
+    def training_rows(self, experience: Experience) -> Experience:
+        """The [L', b] rows an update unrolls from replayed [L, b] ones."""
 
     def calc_priority(self, training_info: TrainingInfo,
                       per_step_loss_info: LossInfo) -> Optional[tf.Tensor]:

@@ -320,6 +320,13 @@ class ReplayTrainingMixin(object):
         """
         return self.train_step(experience, state)
 
+    def training_rows(self, experience: Experience) -> Experience:
+        """The [L', b, ...] rows an update unrolls from a replayed [L, b,
+        ...] mini-batch after its burn-in: all of them by default. A method
+        training only row 0 on its n-step return folds them into two (see
+        ``alf_rl.ops.td_targets.fold_n_step``)."""
+        return experience
+
     def calc_priority(self, training_info: TrainingInfo,
                       per_step_loss_info: LossInfo) -> Optional[tf.Tensor]:
         """Per-sequence priorities for prioritized replay, or None.
@@ -451,33 +458,50 @@ class ReplayTrainingMixin(object):
 
     def _update(self, experience, sample_weights=None):
         """One gradient update on time-major experience [L, b, ...]
-        (``rollout_info`` as parameters)."""
-        state, experience = training_start_state(self, experience)
-        variables = self.trainable_variables
-        persistent = len(self.get_optimizer_and_variable_sets()) > 1
-        with tf.GradientTape(watch_accessed_variables=False,
-                             persistent=persistent) as tape:
-            tape.watch(variables)
-            training_info = unroll_training_rows(
-                self, experience, state, self._rollout_info_spec,
-                self._train_info_spec)
-            per_step = self.calc_loss(training_info)
-        valid = valid_step_mask(training_info.step_type)
-        if self.last_row_only_bootstraps:
-            valid = mask_last_row(valid)
-        if sample_weights is not None:
-            # Importance weights scale each sequence's share of the mean.
-            valid = valid * tf.cast(sample_weights, tf.float32)[tf.newaxis]
-        loss_info, _ = self.train_complete(tape, training_info, valid,
-                                           per_step_loss_info=per_step)
-        del tape
-        priority = self.calc_priority(training_info, per_step)
-        return UpdateResult(
-            loss_info=loss_info,
-            priority=() if priority is None else priority,
-            keep_going=self.continue_training(training_info, valid))
+        (``rollout_info`` as parameters); see ``_replay_update``."""
+        return _replay_update(self, experience, sample_weights)
 
 
+def _replay_update(algorithm: Any, experience: Experience,
+                  sample_weights: Optional[tf.Tensor] = None) -> UpdateResult:
+    """One gradient update of a ``ReplayTrainingMixin`` ``algorithm`` on
+    time-major experience [L, b, ...] (``rollout_info`` as parameters):
+    the rows of ``training_rows`` unrolled under a tape, ``calc_loss``,
+    ``train_complete`` with LAST steps, the bootstrap row and zero-weight
+    sequences masked, then ``calc_priority`` and ``continue_training``.
+
+    Args:
+        algorithm: the algorithm (its specs prepared).
+        experience: ``Experience`` with [L, b, ...] leaves.
+        sample_weights: optional [b] float32 importance weights.
+    Returns:
+        The update's ``UpdateResult``.
+    """
+    state, experience = training_start_state(algorithm, experience)
+    experience = algorithm.training_rows(experience)
+    variables = algorithm.trainable_variables
+    persistent = len(algorithm.get_optimizer_and_variable_sets()) > 1
+    with tf.GradientTape(watch_accessed_variables=False,
+                         persistent=persistent) as tape:
+        tape.watch(variables)
+        training_info = unroll_training_rows(
+            algorithm, experience, state, algorithm._rollout_info_spec,
+            algorithm._train_info_spec)
+        per_step = algorithm.calc_loss(training_info)
+    valid = valid_step_mask(training_info.step_type)
+    if algorithm.last_row_only_bootstraps:
+        valid = mask_last_row(valid)
+    if sample_weights is not None:
+        # Importance weights scale each sequence's share of the mean.
+        valid = valid * tf.cast(sample_weights, tf.float32)[tf.newaxis]
+    loss_info, _ = algorithm.train_complete(tape, training_info, valid,
+                                            per_step_loss_info=per_step)
+    del tape
+    priority = algorithm.calc_priority(training_info, per_step)
+    return UpdateResult(
+        loss_info=loss_info,
+        priority=() if priority is None else priority,
+        keep_going=algorithm.continue_training(training_info, valid))
 
 
 def _preprocessed(algorithm: Any, experience: Experience) -> Experience:

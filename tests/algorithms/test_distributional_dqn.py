@@ -18,7 +18,7 @@ from alf_rl.algorithms.value_distributions import (
 from alf_rl.data_structures import StepType, make_experience
 from alf_rl.environments.suite_unittest import PolicyUnittestEnv
 from alf_rl.environments.tf_environment import TFPyEnvironment
-from alf_rl.networks import QNetwork
+from alf_rl.networks import QNetwork, QRnnNetwork
 from alf_rl.networks.distributional_q_networks import (
     CategoricalQNetwork,
     DistributionalQNetwork,
@@ -248,6 +248,50 @@ def test_bad_arguments_raise():
             env.observation_spec(),
             env.action_spec(),
             noise_resampling=('step',),
+        )
+
+
+def _copy_weights(source, dest):
+    for net in ('_q_network', '_target_q_network'):
+        for s, d in zip(
+            getattr(source, net).variables, getattr(dest, net).variables
+        ):
+            d.assign(s)
+
+
+@pytest.mark.parametrize('name', ['dqn', 'c51', 'qr'])
+def test_first_row_fold_gives_row_zeros_loss(name):
+    """loss_rows='first' trains row 0 on the same n-step target as 'all'
+    (its priority, row 0's loss, is equal) from a 2-row unroll."""
+    set_random_seed(0)
+    env = TFPyEnvironment(PolicyUnittestEnv(16, 5))
+    every = _make(name, env, gamma=0.9, epsilon_greedy=0.5)
+    first = _make(name, env, gamma=0.9, epsilon_greedy=0.5, loss_rows='first')
+    _copy_weights(every, first)
+    exp, _ = _collect(every, env, env.reset(), 9)
+    # Windows of 4 steps starting mid-episode, LAST steps inside.
+    exp = tf.nest.map_structure(lambda x: x[3:7], exp)
+    assert (exp.step_type.numpy()[1:3] == StepType.LAST).any()
+    rows = first.training_rows(exp)
+    assert rows.step_type.shape == (2, 16)
+    assert every.training_rows(exp) is exp
+    _, p_every = every.train_with_priority(exp)
+    _, p_first = first.train_with_priority(exp)
+    np.testing.assert_allclose(p_first, p_every, rtol=1e-5, atol=1e-6)
+    assert float(tf.reduce_max(p_first)) > 0.0
+
+
+def test_first_row_fold_refuses_bad_settings():
+    env = TFPyEnvironment(PolicyUnittestEnv(2, 5))
+    with pytest.raises(ValueError, match="loss_rows must be 'all' or"):
+        _make('dqn', env, loss_rows='middle')
+    with pytest.raises(ValueError, match='needs a feed-forward Q network'):
+        DqnAlgorithm(
+            env.observation_spec(),
+            env.action_spec(),
+            q_network_ctor=lambda o, a: QRnnNetwork(o, a, lstm_size=(4,)),
+            use_rollout_state=True,
+            loss_rows='first',
         )
 
 

@@ -206,6 +206,26 @@ def test_update_cost_benchmark_runs_small(capsys):
     assert '| `dqn_cart_pole.gin` | [8, 2] |' in out
 
 
+def test_update_cost_benchmark_against_a_binding():
+    """--against: Rainbow CartPole's folded two-row update (row 0 only)
+    against every row of its 4-step windows: fewer matrix products."""
+    import importlib.util
+    import os
+    root = os.path.join(os.path.dirname(__file__), '..', '..')
+    spec = importlib.util.spec_from_file_location(
+        'update_cost', os.path.join(root, 'benchmarks', 'update_cost.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    row = module.measure(
+        os.path.join(root, 'examples', 'rainbow_cart_pole.gin'),
+        ['TrainerConfig.mini_batch_size=8', 'TrainerConfig.jit_compile=False'],
+        rounds=1, updates=1, against=["DqnAlgorithm.loss_rows='all'"])
+    assert row['batch'] == [8, 4]
+    # 2 rows (row 0 online; row 3's online and target) instead of rows
+    # 0-2 trained and row 3 bootstrapping.
+    assert row['ops'] < 0.5 * row['ops_full'], row
+
+
 def test_mini_batches_are_gathered_time_major_in_sequence_order():
     """Sequences of a [T, B] batch are numbered env-major (b * T/L + c),
     the order sequences of batch-major storage had, so shuffled epochs

@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from alf_rl.data_structures import StepType
 from alf_rl.ops.masks import mask_last_row, pad_last_row
-from alf_rl.ops.td_targets import (expected_soft_state_value,
+from alf_rl.ops.td_targets import (expected_soft_state_value, fold_n_step,
                                    n_step_returns, one_step_td_target,
                                    soft_state_value)
 
@@ -57,6 +57,58 @@ def test_n_step_with_two_rows_equals_one_step(discount):
     one = one_step_td_target(r_t[1:], discount_t[1:], v_t[1:], 0.9)
     # Bit-identical: the same products in the same order.
     np.testing.assert_array_equal(n_step.numpy(), one.numpy())
+
+
+def _fold_reference(r, d, step_type, gamma):
+    """numpy: the first LAST row k >= 1 (T-1 if none), R and D by the
+    sums and products of the equation."""
+    t, b = r.shape
+    ks, rs, ds = [], [], []
+    for col in range(b):
+        k = next((j for j in range(1, t) if step_type[j, col] == L), t - 1)
+        rs.append(sum(gamma**(j - 1) * np.prod(d[1:j, col]) * r[j, col]
+                      for j in range(1, k + 1)))
+        ds.append(gamma**(k - 1) * np.prod(d[1:k + 1, col]))
+        ks.append(k)
+    return np.array(ks), np.array(rs), np.array(ds)
+
+
+def test_fold_n_step_by_hand():
+    gamma = 0.5
+    # Column 0: F M M M (no end): k = 3, R = 1 + 0.5 * 2 + 0.25 * 3 = 2.75,
+    # D = 0.25. Column 1: M L F M (terminated at row 1): k = 1, R = 4, D = 0.
+    step_type = tf.constant([[F, M], [M, L], [M, F], [M, M]])
+    r_t = tf.constant([[9., 9.], [1., 4.], [2., 5.], [3., 6.]])
+    discount_t = tf.constant([[1., 1.], [1., 0.], [1., 1.], [1., 1.]])
+    k, reward, discount = fold_n_step(r_t, discount_t, step_type, gamma)
+    np.testing.assert_array_equal(k, [3, 1])
+    np.testing.assert_allclose(reward, [2.75, 4.0])
+    np.testing.assert_allclose(discount, [0.25, 0.0])
+
+
+def test_fold_n_step_matches_numpy_and_the_n_step_return():
+    rng = np.random.default_rng(3)
+    t, b, gamma = 5, 64, 0.9
+    step_type = rng.choice([M, M, M, L], size=(t, b)).astype(np.int32)
+    # A LAST step is followed by a FIRST one, as in a stream.
+    step_type[1:][step_type[:-1] == L] = F
+    r = rng.normal(size=(t, b)).astype(np.float32)
+    d = np.where(step_type == L, rng.choice([0., 1.], size=(t, b)),
+                 1.).astype(np.float32)
+    v = rng.normal(size=(t, b)).astype(np.float32)
+    k, reward, discount = fold_n_step(r, d, tf.constant(step_type), gamma)
+    ref_k, ref_r, ref_d = _fold_reference(r, d, step_type, gamma)
+    np.testing.assert_array_equal(k, ref_k)
+    np.testing.assert_allclose(reward, ref_r, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(discount, ref_d, rtol=1e-5)
+    # R + gamma D v_k is row 0's n-step return (rows where row 0 is not
+    # itself LAST: those are masked in training).
+    folded = reward + gamma * discount * v[ref_k, np.arange(b)]
+    g0 = n_step_returns(r, d, tf.constant(step_type), v, gamma)[0]
+    live = step_type[0] != L
+    assert live.sum() > 30 and (ref_k < t - 1).sum() > 10
+    np.testing.assert_allclose(np.asarray(folded)[live],
+                               np.asarray(g0)[live], rtol=1e-5, atol=1e-5)
 
 
 def test_soft_state_value_by_hand_and_alpha_zero():
