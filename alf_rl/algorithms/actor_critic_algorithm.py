@@ -56,6 +56,19 @@ ActorCriticInfo = namedtuple(
     default_value=())
 
 
+def _entropy_schedule_counter(
+        loss: ActorCriticLoss) -> Optional[tf.Variable]:
+    """The update counter given to a loss whose entropy bonus is a schedule
+    (counted in ``after_train``; checkpointed), else None. A subclass may
+    give the loss another counter (``PPOAlgorithm``: its ``num_updates``)."""
+    if not callable(loss.entropy_regularization):
+        return None
+    counter = tf.Variable(0, dtype=tf.int64, trainable=False,
+                          name='entropy_updates')
+    loss.set_step_counter(counter)
+    return counter
+
+
 @gin.configurable
 class ActorCriticAlgorithm(OnPolicyAlgorithm):
     """A2C: an actor network, a value network and ``ActorCriticLoss``.
@@ -129,6 +142,7 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
         self._loss = loss
         self._entropy_target = (entropy_target_ctor(action_spec)
                                 if entropy_target_ctor is not None else None)
+        self._entropy_updates = _entropy_schedule_counter(loss)
         self._strict_action_bounds = strict_action_bounds
         # (index, path, spec) of the bounded continuous leaves: the ones
         # env_action clips, summarized and checked by strict_action_bounds.
@@ -303,7 +317,8 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
         return tf.cast(clipped, tf.float32)
 
     def after_train(self, training_info: TrainingInfo) -> None:
-        """The entropy target's controller step (if any), after the update.
+        """The entropy target's controller step (if any) and the count of
+        updates of an entropy-bonus schedule (if any), after the update.
 
         Args:
             training_info: ``TrainingInfo`` with [T, B] leaves, as given to
@@ -311,6 +326,8 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
         """
         if self._entropy_target is not None:
             self._entropy_target.after_train(training_info)
+        if self._entropy_updates is not None:
+            self._entropy_updates.assign_add(1)
         super().after_train(training_info)
 
 

@@ -11,7 +11,7 @@ behaviour policy, e.g. by asynchronous actors) both come from V-trace
 ``alf_rl.ops.policy_losses``; this class routes the training info to them.
 """
 
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, Optional, Tuple, Union
 
 import gin
 import tensorflow as tf
@@ -23,6 +23,7 @@ from alf_rl.ops.masks import pad_last_row
 from alf_rl.ops.vtrace import vtrace_returns
 from alf_rl.utils.common import valid_step_mask
 from alf_rl.utils.gradient_application import replica_context
+from alf_rl.utils.schedules import schedule_value
 
 ActorCriticLossInfo = namedtuple(
     'ActorCriticLossInfo',
@@ -68,9 +69,12 @@ class ActorCriticLoss(object):
         normalize_advantages: normalize advantages over the valid steps of
             the batch.
         advantage_clip: clip advantages to [-c, c] if set.
-        entropy_regularization: weight of the entropy bonus (None: none).
-            Leave None with ``ActorCriticAlgorithm(entropy_target_ctor=...)``,
-            whose adaptive bonus replaces this constant one.
+        entropy_regularization: weight of the entropy bonus (None: none),
+            a float or a schedule of the update counter (e.g.
+            ``LinearSchedule``; ``ActorCriticAlgorithm`` gives the loss its
+            counter, ``set_step_counter``). Leave None with
+            ``ActorCriticAlgorithm(entropy_target_ctor=...)``, whose
+            adaptive bonus replaces this one.
         td_loss_weight: weight of the value loss.
         off_policy_correction: None (default: none) or ``'vtrace'``: the
             value target is V-trace's ``vs`` and the policy-gradient
@@ -99,7 +103,8 @@ class ActorCriticLoss(object):
                  use_td_lambda_return: bool = True,
                  normalize_advantages: bool = False,
                  advantage_clip: Optional[float] = None,
-                 entropy_regularization: Optional[float] = None,
+                 entropy_regularization: Optional[Union[
+                     float, Callable[[tf.Tensor], Any]]] = None,
                  td_loss_weight: float = 1.0,
                  off_policy_correction: Optional[str] = None,
                  vtrace_clip_rho: Optional[float] = 1.0,
@@ -125,15 +130,43 @@ class ActorCriticLoss(object):
         self._normalize_advantages = normalize_advantages
         self._advantage_clip = advantage_clip
         self._entropy_regularization = entropy_regularization
+        self._step_counter: Optional[tf.Variable] = None
         self._td_loss_weight = td_loss_weight
         self._off_policy_correction = off_policy_correction
         self._vtrace_clip_rho = vtrace_clip_rho
         self._vtrace_clip_pg_rho = vtrace_clip_pg_rho
 
     @property
-    def entropy_regularization(self) -> Optional[float]:
-        """The constant entropy-bonus weight (None or 0: no bonus)."""
+    def entropy_regularization(
+            self) -> Optional[Union[float, Callable[[tf.Tensor], Any]]]:
+        """The entropy-bonus weight or its schedule (None or 0: no bonus)."""
         return self._entropy_regularization
+
+    def set_step_counter(self, counter: tf.Variable) -> None:
+        """The integer scalar variable that drives the schedules.
+
+        Args:
+            counter: e.g. the owning algorithm's count of updates.
+        """
+        self._step_counter = counter
+
+    def entropy_weight(self) -> tf.Tensor:
+        """The current entropy-bonus weight (float32 scalar tensor; 0
+        without a bonus).
+
+        Raises:
+            ValueError: if the weight is a schedule and no step counter was
+                set.
+        """
+        weight = self._entropy_regularization
+        if callable(weight) and self._step_counter is None:
+            raise ValueError(
+                "%s: entropy_regularization is a schedule (%s) but no step "
+                "counter was set: use it through ActorCriticAlgorithm, or "
+                "call set_step_counter(variable)" %
+                (type(self).__name__, type(weight).__name__))
+        step = self._step_counter if self._step_counter is not None else 0
+        return schedule_value(weight or 0.0, step)
 
     @property
     def gamma(self) -> float:
@@ -287,7 +320,10 @@ class ActorCriticLoss(object):
         if not self._entropy_regularization:
             return loss, ()
         neg_entropy = -dist_ops.entropy(action_distribution)
-        return loss + self._entropy_regularization * neg_entropy, neg_entropy
+        if not callable(self._entropy_regularization):
+            return loss + self._entropy_regularization * neg_entropy, \
+                neg_entropy
+        return loss + self.entropy_weight() * neg_entropy, neg_entropy
 
 
 def _check_off_policy_correction(correction: Any, clip_rho: Any,

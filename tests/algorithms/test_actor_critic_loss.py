@@ -14,7 +14,9 @@ from alf_rl.data_structures import StepType, TrainingInfo
 from alf_rl.drivers.on_policy_driver import OnPolicyDriver
 from alf_rl.networks import ActorDistributionNetwork, ValueNetwork
 from alf_rl.ops import value_ops
+from alf_rl.specs import BoundedTensorSpec
 from alf_rl.utils.common import set_random_seed
+from alf_rl.utils.schedules import LinearSchedule
 
 F, M, L = StepType.FIRST, StepType.MID, StepType.LAST
 
@@ -224,3 +226,40 @@ def test_vtrace_in_the_on_policy_driver_is_refused_at_trace_time(
     with pytest.raises(ValueError, match="vtrace needs the behaviour "
                        "policy's.*train through OffPolicyTrainer"):
         driver.run()
+
+
+def test_entropy_schedule_weights_the_bonus_by_the_update_counter():
+    """entropy_regularization = LinearSchedule(0.01 -> 0 over 10 updates):
+    at counter 4 the loss is the constant-0.006 loss; the counter is the
+    one ActorCriticAlgorithm counts in after_train."""
+    ti = _random_info(3, same_policy=True)
+    scheduled = ActorCriticLoss(
+        use_gae=False, entropy_regularization=LinearSchedule(0.01, 0.0, 10))
+    with pytest.raises(ValueError, match='no step counter was set'):
+        scheduled(ti, ti.info.value)
+    counter = tf.Variable(4, dtype=tf.int64)
+    scheduled.set_step_counter(counter)
+    np.testing.assert_allclose(scheduled.entropy_weight().numpy(), 0.006,
+                               rtol=1e-6)
+    neg_entropy = -ti.info.action_distribution.entropy().numpy()
+    plain = ActorCriticLoss(use_gae=False)(ti, ti.info.value).loss.numpy()
+    np.testing.assert_allclose(
+        scheduled(ti, ti.info.value).loss.numpy(),
+        plain + 0.006 * neg_entropy, rtol=1e-5, atol=1e-7)
+    counter.assign(20)  # past num_steps: the final value, no bonus
+    np.testing.assert_allclose(scheduled(ti, ti.info.value).loss.numpy(),
+                               plain, rtol=1e-6, atol=1e-7)
+    assert ActorCriticLoss(
+        entropy_regularization=0.01).entropy_weight().numpy() == \
+        pytest.approx(0.01)
+
+    obs = tf.TensorSpec([2], tf.float32)
+    act = BoundedTensorSpec([], tf.int32, 0, 1)
+    loss = ActorCriticLoss(entropy_regularization=LinearSchedule(0.01, 0.0,
+                                                                 10))
+    alg = ActorCriticAlgorithm(obs, act, loss=loss)
+    for _ in range(3):
+        alg.after_train(ti)
+    np.testing.assert_allclose(loss.entropy_weight().numpy(), 0.007,
+                               rtol=1e-6)
+    assert ActorCriticAlgorithm(obs, act)._entropy_updates is None
