@@ -263,7 +263,8 @@ class CqlSacAlgorithm(CqlWeight, SacAlgorithm):
             step = super().bootstrap_step(exp, state)
         else:
             action, value = self._hard_target(exp, state)
-            info = SacInfo(*[tf.zeros_like(value)] * len(SacInfo._fields))
+            fields = len(cast(Any, SacInfo)._fields)
+            info = SacInfo(*[tf.zeros_like(value)] * fields)
             step = PolicyStep(
                 action=action,
                 state=state,
