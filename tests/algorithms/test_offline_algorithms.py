@@ -133,11 +133,9 @@ def test_iql_losses_match_numpy():
         info.value_loss, np.where(u < 0, 0.2, 0.8) * u**2, rtol=1e-5
     )
     log_pi = alg._actor_network(obs)[0].log_prob(action).numpy()
-    np.testing.assert_allclose(
-        info.actor_loss,
-        -np.minimum(np.exp(u / 0.5), 100.0) * log_pi,
-        rtol=1e-4,
-    )
+    weight = np.minimum(np.exp(u / 0.5), 100.0)
+    np.testing.assert_allclose(info.weight, weight, rtol=1e-4)
+    np.testing.assert_allclose(info.actor_loss, -weight * log_pi, rtol=1e-4)
     with pytest.raises(ValueError, match=r'expectile must lie in \(0, 1\)'):
         IqlAlgorithm(OBS, CONTINUOUS, expectile=1.0)
 
