@@ -1,6 +1,6 @@
-"""CQL's penalty (on SAC and on DQN) and IQL's losses inside the
+"""CQL-SAC's penalty and bootstrap value and IQL's losses inside the
 algorithms, against numpy on one replayed step; BC's losses; bad settings
-refused in one line."""
+refused in one line (CQL-DQN's: tests/offline/test_cql_lagrangian.py)."""
 
 import functools
 
@@ -10,13 +10,10 @@ import tensorflow as tf
 
 from alf_rl.algorithms import (
     BcAlgorithm,
-    CqlDqnAlgorithm,
     CqlSacAlgorithm,
-    DqnAlgorithm,
     IqlAlgorithm,
 )
-from alf_rl.algorithms.value_distributions import QuantileValues
-from alf_rl.data_structures import Experience, StepType, TrainingInfo
+from alf_rl.data_structures import Experience, StepType
 from alf_rl.networks import (
     ActorDistributionNetwork,
     ActorNetwork,
@@ -81,6 +78,29 @@ def test_cql_continuous_penalty_is_finite_and_settings_checked():
         CqlSacAlgorithm(OBS, CONTINUOUS, cql_alpha=0.0)
 
 
+@pytest.mark.parametrize('backup_entropy', [True, False])
+def test_cql_bootstrap_value_with_and_without_the_entropy(backup_entropy):
+    """The bootstrap row's target: SAC's soft value min_i Q'_i(s, a) -
+    alpha log pi(a|s) at the fresh action a, or (``backup_entropy=False``)
+    min_i Q'_i(s, a) alone."""
+    alg = CqlSacAlgorithm(
+        OBS, CONTINUOUS, num_sampled_actions=2, backup_entropy=backup_entropy
+    )
+    alg._log_alpha.assign(np.log(0.5))
+    exp = _step(tf.zeros([B, 2]))
+    step = alg.bootstrap_step(exp, ())
+    obs, action = exp.observation, step.action
+    q = np.minimum(
+        alg._target_critic1((obs, action))[0].numpy(),
+        alg._target_critic2((obs, action))[0].numpy(),
+    )
+    log_pi = alg.actor_network(obs)[0].log_prob(action).numpy()
+    want = q - 0.5 * log_pi if backup_entropy else q
+    np.testing.assert_allclose(step.info.target_value, want, rtol=1e-4)
+    assert np.all(np.abs(0.5 * log_pi) > 1e-3)  # the two cases differ
+    assert not np.any(step.info.cql_penalty1)
+
+
 def test_iql_losses_match_numpy():
     alg = IqlAlgorithm(
         OBS,
@@ -113,11 +133,9 @@ def test_iql_losses_match_numpy():
         info.value_loss, np.where(u < 0, 0.2, 0.8) * u**2, rtol=1e-5
     )
     log_pi = alg._actor_network(obs)[0].log_prob(action).numpy()
-    np.testing.assert_allclose(
-        info.actor_loss,
-        -np.minimum(np.exp(u / 0.5), 100.0) * log_pi,
-        rtol=1e-4,
-    )
+    weight = np.minimum(np.exp(u / 0.5), 100.0)
+    np.testing.assert_allclose(info.weight, weight, rtol=1e-4)
+    np.testing.assert_allclose(info.actor_loss, -weight * log_pi, rtol=1e-4)
     with pytest.raises(ValueError, match=r'expectile must lie in \(0, 1\)'):
         IqlAlgorithm(OBS, CONTINUOUS, expectile=1.0)
 
@@ -162,55 +180,3 @@ def test_bc_losses_and_refusal():
             DISCRETE,
             actor_network_ctor=lambda o, a: ActorNetwork(o, CONTINUOUS),
         )
-
-
-def _cql_dqn(observation_spec, action_spec, **kwargs):
-    return CqlDqnAlgorithm(
-        observation_spec,
-        action_spec,
-        q_network_ctor=functools.partial(QNetwork, fc_layer_params=(8,)),
-        optimizer=tf.keras.optimizers.Adam(1e-3),
-        **kwargs,
-    )
-
-
-def test_steps_carry_the_penalty_and_the_loss_adds_it():
-    alg = _cql_dqn(OBS, DISCRETE, cql_alpha=0.5)
-    exp = _step(tf.constant([0, 2, 1, 1, 0], tf.int64))
-    q_all = alg._q_network(exp.observation)[0].numpy()  # [B, A]
-    q_data = q_all[np.arange(B), exp.action.numpy()]
-    expected = np.log(np.exp(q_all).sum(-1)) - q_data
-    for hook in (alg.train_step, alg.first_train_step):
-        info = hook(exp, ()).info
-        np.testing.assert_allclose(info.q_value, q_data, rtol=1e-6)
-        np.testing.assert_allclose(info.cql_penalty, expected, rtol=1e-5)
-    assert not np.any(alg.bootstrap_step(exp, ()).info.cql_penalty)
-    # A [T=2, B=4] window: row 0 from train_step, row 1 bootstraps.
-    rows = [alg.train_step(exp, ()), alg.bootstrap_step(exp, ())]
-    info = tf.nest.map_structure(
-        lambda *x: tf.stack(x), *[r.info for r in rows]
-    )
-    training_info = TrainingInfo(
-        action=tf.stack([exp.action] * 2),
-        step_type=tf.stack([exp.step_type] * 2),
-        reward=tf.stack([exp.reward] * 2),
-        discount=tf.stack([exp.discount] * 2),
-        info=info,
-    )
-    loss = alg.calc_loss(training_info)
-    dqn = DqnAlgorithm.calc_loss(alg, training_info)
-    np.testing.assert_allclose(
-        loss.loss.numpy(),
-        dqn.loss.numpy() + 0.5 * np.stack([expected, np.zeros(B)]),
-        rtol=1e-5,
-    )
-    np.testing.assert_allclose(loss.extra.cql_penalty[0], expected, rtol=1e-5)
-
-
-def test_bad_settings_are_refused_in_one_line():
-    with pytest.raises(ValueError, match='cql_alpha must be > 0, got 0'):
-        _cql_dqn(OBS, DISCRETE, cql_alpha=0.0)
-    with pytest.raises(
-        ValueError, match='value_distribution must be ScalarValues'
-    ):
-        _cql_dqn(OBS, DISCRETE, value_distribution=QuantileValues(4))

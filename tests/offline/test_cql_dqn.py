@@ -1,5 +1,5 @@
 """CqlDqnAlgorithm's learning test on a CartPole expert dataset (its
-penalty and loss: tests/algorithms/test_offline_algorithms.py)."""
+penalty and loss: test_cql_lagrangian.py)."""
 
 import functools
 

@@ -1,6 +1,7 @@
-"""CQL's Lagrangian weight (``CqlWeight``) on DQN: its loss and gradients
-against numpy on one replayed window, and alpha' moving the right way in
-a short offline run (the penalty is shared with CqlSacAlgorithm)."""
+"""CqlDqnAlgorithm's penalty and its weight (``CqlWeight``, shared with
+CqlSacAlgorithm), fixed and Lagrangian: the steps' penalty, the loss and
+the gradients against numpy on one replayed window, bad settings refused
+in one line, and alpha' moving the right way in a short offline run."""
 
 import functools
 
@@ -9,6 +10,7 @@ import pytest
 import tensorflow as tf
 
 from alf_rl.algorithms import CqlDqnAlgorithm, DqnAlgorithm
+from alf_rl.algorithms.value_distributions import QuantileValues
 from alf_rl.data_structures import Experience, StepType, TrainingInfo
 from alf_rl.networks import QNetwork
 from alf_rl.trainers import OfflineTrainer
@@ -90,7 +92,25 @@ def test_lagrangian_loss_and_gradients_match_numpy():
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-7)
 
 
-def test_fixed_weight_is_not_trained_and_refuses_bad_alpha():
+def test_steps_carry_the_exact_penalty():
+    """``train_step`` and ``first_train_step`` carry Q(s, a_data) and the
+    penalty logsumexp_a Q(s, a) - Q(s, a_data); ``bootstrap_step`` zeros."""
+    alg = _cql_dqn(OBS, DISCRETE, cql_alpha=0.5)
+    _, exp = _window(alg)
+    q_all = alg._q_network(exp.observation)[0].numpy()  # [B, A]
+    q_data = q_all[np.arange(B), exp.action.numpy()]
+    expected = np.log(np.exp(q_all).sum(-1)) - q_data
+    for hook in (alg.train_step, alg.first_train_step):
+        info = hook(exp, ()).info
+        np.testing.assert_allclose(info.q_value, q_data, rtol=1e-6)
+        np.testing.assert_allclose(info.cql_penalty, expected, rtol=1e-5)
+    assert not np.any(alg.bootstrap_step(exp, ()).info.cql_penalty)
+
+
+def test_fixed_weight_is_not_trained_and_bad_settings_are_refused():
+    """Fixed alpha': row 0's loss is DQN's plus alpha' p, the bootstrap
+    row's is 0; alpha' <= 0 and a non-scalar value distribution are
+    refused in one line."""
     alg = _cql_dqn(OBS, DISCRETE, cql_alpha=0.5)
     assert not alg._log_cql_alpha.trainable
     training_info, _ = _window(alg)
@@ -101,8 +121,13 @@ def test_fixed_weight_is_not_trained_and_refuses_bad_alpha():
         dqn.loss[0] + 0.5 * training_info.info.cql_penalty[0],
         rtol=1e-6,
     )
+    np.testing.assert_allclose(loss.loss[1], 0.0)
     with pytest.raises(ValueError, match='cql_alpha must be > 0, got -1'):
         _cql_dqn(OBS, DISCRETE, cql_alpha=-1.0)
+    with pytest.raises(
+        ValueError, match='value_distribution must be ScalarValues'
+    ):
+        _cql_dqn(OBS, DISCRETE, value_distribution=QuantileValues(4))
 
 
 @pytest.mark.parametrize('gap, grows', [(0.0, True), (10.0, False)])
