@@ -103,6 +103,16 @@ def offline_progress_line(
     return ' | '.join(parts)
 
 
+def _train_scalars(loss_info: Any, clock: RunClock, now: float) -> dict:
+    """The losses and the seconds and CPU seconds so far (no env steps
+    offline; the benchmark table takes a run's training time from them)."""
+    scalars = summary_utils.loss_scalars(loss_info)
+    rates = clock.summary_rates(now, 0)
+    del rates['time/env_steps_per_sec']
+    scalars.update(rates)
+    return scalars
+
+
 @gin.configurable
 class OfflineTrainer(object):
     """Trains an off-policy algorithm (``algorithm.train`` on replayed
@@ -371,7 +381,7 @@ class OfflineTrainer(object):
         it = self._iteration_count()
         if (it % c.report.summary_interval == 0) != final:
             self._summaries.write_train(
-                summary_utils.loss_scalars(loss_info), it, 0
+                _train_scalars(loss_info, clock, now), it, 0
             )
         if (
             c.evaluation.evaluate

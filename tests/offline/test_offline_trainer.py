@@ -3,6 +3,7 @@ expert: exact resume, evaluation with the normalized score, refusals, and
 one learning test."""
 
 import functools
+import importlib.util
 import os
 from typing import Any, List
 
@@ -45,6 +46,21 @@ def small(tmp_path_factory):
     return path
 
 
+def _benchmark_table() -> Any:
+    """benchmarks/benchmark_table.py as a module."""
+    path = os.path.join(
+        os.path.dirname(__file__),
+        '..',
+        '..',
+        'benchmarks',
+        'benchmark_table.py',
+    )
+    spec = importlib.util.spec_from_file_location('benchmark_table', path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _weights(trainer: OfflineTrainer) -> List[np.ndarray]:
     return [v.numpy() for v in trainer.algorithm.trainable_variables]
 
@@ -65,6 +81,11 @@ def test_resume_continues_exactly_and_evaluates_normalized_score(
     ret = result['eval/Metrics/AverageReturn']
     assert score == pytest.approx(100 * (ret - 22.0) / (500.0 - 22.0))
     assert os.listdir(str(tmp_path / 'a' / 'train'))
+    # The training time is summarized as online (no env-step rate).
+    secs, wall_from = _benchmark_table().training_wall_secs(
+        str(tmp_path / 'a'), 'AverageReturn', 'eval'
+    )
+    assert wall_from == 'time/elapsed_secs' and secs > 0
     assert os.listdir(str(tmp_path / 'a' / 'eval'))
     assert 'score %.1f' % score in capsys.readouterr().out
 
