@@ -158,15 +158,32 @@ class ActorCriticLoss(object):
             ValueError: if the weight is a schedule and no step counter was
                 set.
         """
-        weight = self._entropy_regularization
-        if callable(weight) and self._step_counter is None:
+        return self._scheduled('entropy_regularization',
+                               self._entropy_regularization or 0.0,
+                               'ActorCriticAlgorithm')
+
+    def _scheduled(self, name: str,
+                   value: Union[float, Callable[[tf.Tensor], Any]],
+                   owner: str) -> tf.Tensor:
+        """``value`` now: a float, or a schedule of the step counter.
+
+        Args:
+            name: the setting's name, for the error.
+            value: a float or a schedule (e.g. ``LinearSchedule``).
+            owner: the algorithm that sets the counter, for the error.
+        Returns:
+            float32 scalar tensor.
+        Raises:
+            ValueError: if ``value`` is a schedule and no step counter was
+                set.
+        """
+        if callable(value) and self._step_counter is None:
             raise ValueError(
-                "%s: entropy_regularization is a schedule (%s) but no step "
-                "counter was set: use it through ActorCriticAlgorithm, or "
-                "call set_step_counter(variable)" %
-                (type(self).__name__, type(weight).__name__))
+                "%s: %s is a schedule (%s) but no step counter was set: use "
+                "it through %s, or call set_step_counter(variable)" %
+                (type(self).__name__, name, type(value).__name__, owner))
         step = self._step_counter if self._step_counter is not None else 0
-        return schedule_value(weight or 0.0, step)
+        return schedule_value(value, step)
 
     @property
     def gamma(self) -> float:

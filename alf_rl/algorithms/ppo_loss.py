@@ -23,7 +23,6 @@ from alf_rl.data_structures import LossInfo, TrainingInfo, namedtuple
 from alf_rl.ops import losses, policy_losses
 from alf_rl.utils.common import valid_step_mask
 from alf_rl.utils.gradient_application import replica_context
-from alf_rl.utils.schedules import schedule_value
 
 PPOInfo = namedtuple(
     'PPOInfo',
@@ -106,31 +105,17 @@ class PPOLoss(ActorCriticLoss):
                          td_loss_weight=td_loss_weight)
         self._importance_ratio_clipping = importance_ratio_clipping
         self._value_clipping = value_clipping
-        self._step_counter = None
-
-    def set_step_counter(self, counter: tf.Variable) -> None:
-        """The integer scalar variable that drives the clip schedule.
-
-        Args:
-            counter: e.g. ``PPOAlgorithm``'s count of gradient updates.
-        """
-        self._step_counter = counter
 
     def importance_ratio_clipping(self) -> tf.Tensor:
         """The current clip eps (float32 scalar tensor).
 
         Raises:
             ValueError: if the clip is a schedule and no step counter was
-                set.
+                set (``set_step_counter``).
         """
-        clip = self._importance_ratio_clipping
-        if callable(clip) and self._step_counter is None:
-            raise ValueError(
-                "PPOLoss: importance_ratio_clipping is a schedule (%s) but no "
-                "step counter was set: use it through PPOAlgorithm, or call "
-                "set_step_counter(variable)" % type(clip).__name__)
-        step = self._step_counter if self._step_counter is not None else 0
-        return schedule_value(clip, step)
+        return self._scheduled('importance_ratio_clipping',
+                               self._importance_ratio_clipping,
+                               'PPOAlgorithm')
 
     def __call__(self,
                  training_info: TrainingInfo,
