@@ -54,14 +54,14 @@ TensorFlow ops, or calls ``create_strategy`` first thing.
 """
 
 import contextlib
-import inspect
 from typing import Any, Callable, Dict, Iterator, List, Optional
 
 import tensorflow as tf
 
 from alf_rl.utils.gradient_application import (GradientApplication,
                                                GradsAndVars,
-                                               applying_gradients)
+                                               applying_gradients,
+                                               no_aggregation_kwarg)
 
 #: The values of ``TrainerConfig.strategy`` besides None.
 STRATEGY_NAMES = ('mirrored', 'multi_worker_mirrored')
@@ -326,20 +326,7 @@ class ReplicaGradientApplication(GradientApplication):
             grads_and_vars: list of ``(summed gradient, variable)``.
         """
         optimizer.apply_gradients(grads_and_vars,
-                                  **_no_aggregation_kwarg(optimizer))
-
-
-def _no_aggregation_kwarg(optimizer: Any) -> Dict[str, bool]:
-    """The ``apply_gradients`` keyword that skips the optimizer's own
-    cross-replica sum (its name differs between tf_keras' optimizers)."""
-    params = inspect.signature(optimizer.apply_gradients).parameters
-    if 'skip_gradients_aggregation' in params:
-        return {'skip_gradients_aggregation': True}
-    if 'experimental_aggregate_gradients' in params:
-        return {'experimental_aggregate_gradients': False}
-    raise TypeError("%s.apply_gradients cannot skip gradient aggregation; "
-                    "use a tf_keras optimizer under a tf.distribute strategy"
-                    % type(optimizer).__name__)
+                                  **no_aggregation_kwarg(optimizer))
 
 
 class ReplicaRunner(object):

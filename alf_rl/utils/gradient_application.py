@@ -27,8 +27,9 @@ and ``alf_rl.ops.losses`` take it as an argument, and algorithms pass
 """
 
 import contextlib
+import inspect
 import threading
-from typing import Any, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import gin
 import tensorflow as tf
@@ -68,7 +69,39 @@ class GradientApplication(object):
             optimizer: a ``tf_keras`` optimizer.
             grads_and_vars: list of ``(gradient, variable)``.
         """
-        optimizer.apply_gradients(grads_and_vars)
+        if tf.distribute.has_strategy():  # a user's strategy scope
+            optimizer.apply_gradients(grads_and_vars)
+            return
+        # One replica: the optimizer's cross-replica sum is an identity, and
+        # tracing it leaks the traced graph (tf.custom_gradient registers a
+        # gradient function per trace in a global registry, never removed),
+        # ~26 MB per traced PPO iteration: skip it where the optimizer can.
+        try:
+            kwargs = no_aggregation_kwarg(optimizer)
+        except TypeError:  # not a tf_keras optimizer: as it is
+            kwargs = {}
+        optimizer.apply_gradients(grads_and_vars, **kwargs)
+
+
+def no_aggregation_kwarg(optimizer: Any) -> Dict[str, bool]:
+    """The ``apply_gradients`` keyword that skips the optimizer's own
+    cross-replica sum (its name differs between tf_keras' optimizers).
+
+    Args:
+        optimizer: a ``tf_keras`` optimizer (``optimizers.Optimizer`` or
+            ``optimizers.legacy.Optimizer``).
+    Returns:
+        ``{keyword: value}`` to pass to ``optimizer.apply_gradients``.
+    Raises:
+        TypeError: if its ``apply_gradients`` has no such keyword.
+    """
+    params = inspect.signature(optimizer.apply_gradients).parameters
+    if 'skip_gradients_aggregation' in params:
+        return {'skip_gradients_aggregation': True}
+    if 'experimental_aggregate_gradients' in params:
+        return {'experimental_aggregate_gradients': False}
+    raise TypeError("%s.apply_gradients cannot skip gradient aggregation; "
+                    "use a tf_keras optimizer" % type(optimizer).__name__)
 
 
 _DEFAULT = GradientApplication()
