@@ -11,8 +11,9 @@ compilation included) and the CPU seconds (user + system) the command
 used, which a shared machine's load inflates less than the wall time.
 
 ``--trees before=DIR,after=DIR`` compares source trees side by side: each
-run imports ``alf_rl`` from its tree's ``DIR`` (``PYTHONPATH``), the trees
-alternating within every round, each with a cache of its own.
+run runs in its tree's ``DIR`` and imports ``alf_rl`` from it (a relative
+``--gin_file`` is the tree's), the trees alternating within every round,
+each with a cache of its own.
 
     python benchmarks/startup.py [--gin_file examples/ppo_tf_cart_pole.gin]
         [--repeats 3] [--modes cold,warm,off] [--gin_param K=V ...]
@@ -51,8 +52,11 @@ def run_once(
         gin_file: the example.
         params: extra ``--gin_param`` bindings.
         cache: the ``--xla_cache`` value (a directory or ``off``).
-        tree: a source tree to import ``alf_rl`` from (``PYTHONPATH``);
-            ``None``: this process's environment.
+        tree: a source tree to run in: ``alf_rl`` is imported from it
+            (the command runs in it, as ``python -m`` puts the current
+            directory first on ``sys.path``, and with it as
+            ``PYTHONPATH``), a relative ``gin_file`` is its file; ``None``:
+            this process's directory and environment.
     Returns:
         dict: ``first_iteration_end_s`` and ``exit_s`` from the command's
         start, the run's own ``first_iteration_secs`` and ``cpu_s``, the
@@ -73,6 +77,7 @@ def run_once(
         stderr=subprocess.STDOUT,
         text=True,
         env=env,
+        cwd=tree,
     )
     first = float('nan')
     output = []
