@@ -19,6 +19,8 @@ import alf_rl.algorithms  # noqa: F401
 import alf_rl.distributed.ray_actors  # noqa: F401
 import alf_rl.environments  # noqa: F401
 import alf_rl.environments.gym_wrappers  # noqa: F401
+# suite_minatar.load (MinAtar's options, e.g. sticky_action_prob).
+import alf_rl.environments.suite_minatar  # noqa: F401
 import alf_rl.environments.suite_unittest  # noqa: F401
 import alf_rl.networks  # noqa: F401
 import alf_rl.ops.losses as _losses

@@ -6,12 +6,18 @@ directory the cold run of the same round filled) and ``off``
 (``--xla_cache off``, what every run cost before the cache). Prints, per
 run and as medians, the seconds from the command's start to the end of
 its first iteration (the moment its ``iter 1`` progress line appears), to
-its exit, and the ``first_iteration_secs`` it reports (tracing and
-compilation included).
+its exit, the ``first_iteration_secs`` it reports (tracing and
+compilation included) and the CPU seconds (user + system) the command
+used, which a shared machine's load inflates less than the wall time.
+
+``--trees before=DIR,after=DIR`` compares source trees side by side: each
+run runs in its tree's ``DIR`` and imports ``alf_rl`` from it (a relative
+``--gin_file`` is the tree's), the trees alternating within every round,
+each with a cache of its own.
 
     python benchmarks/startup.py [--gin_file examples/ppo_tf_cart_pole.gin]
         [--repeats 3] [--modes cold,warm,off] [--gin_param K=V ...]
-        [--write docs/training.md]
+        [--trees NAME=DIR,...] [--write docs/training.md]
 
 ``--write PAGE`` also puts the medians (with the date and the machine's
 load) into PAGE's ``startup`` block (``benchmarks/docs_block.py``).
@@ -26,7 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Dict, List
+from typing import Dict, List, Optional, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from docs_block import write_block  # noqa: E402
@@ -34,25 +40,44 @@ from docs_block import write_block  # noqa: E402
 _TRAIN = [sys.executable, '-m', 'alf_rl.bin.train']
 
 
-def run_once(gin_file: str, params: List[str], cache: str) -> Dict[str, float]:
+def run_once(
+    gin_file: str,
+    params: List[str],
+    cache: str,
+    tree: Optional[str] = None,
+) -> Dict[str, float]:
     """Times one ``alf-train`` command.
 
     Args:
         gin_file: the example.
         params: extra ``--gin_param`` bindings.
         cache: the ``--xla_cache`` value (a directory or ``off``).
+        tree: a source tree to run in: ``alf_rl`` is imported from it
+            (the command runs in it, as ``python -m`` puts the current
+            directory first on ``sys.path``, and with it as
+            ``PYTHONPATH``), a relative ``gin_file`` is its file; ``None``:
+            this process's directory and environment.
     Returns:
         dict: ``first_iteration_end_s`` and ``exit_s`` from the command's
-        start, and the run's own ``first_iteration_secs``.
+        start, the run's own ``first_iteration_secs`` and ``cpu_s``, the
+        command's user + system CPU seconds.
     """
     root = tempfile.mkdtemp(prefix='alf_startup_')
     command = _TRAIN + ['--gin_file', gin_file, '--root_dir', root]
     command += ['--xla_cache', cache]
     for param in params:
         command += ['--gin_param', param]
+    env = dict(os.environ)
+    if tree is not None:
+        env['PYTHONPATH'] = os.path.abspath(tree)
     start = time.perf_counter()
     process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        cwd=tree,
     )
     first = float('nan')
     output = []
@@ -61,8 +86,9 @@ def run_once(gin_file: str, params: List[str], cache: str) -> Dict[str, float]:
         output.append(line)
         if line.startswith('iter 1 ') and first != first:
             first = time.perf_counter() - start
-    process.wait()
+    _, status, usage = os.wait4(process.pid, 0)
     total = time.perf_counter() - start
+    process.returncode = os.waitstatus_to_exitcode(status)
     shutil.rmtree(root, ignore_errors=True)
     if process.returncode:
         raise RuntimeError('alf-train failed:\n' + ''.join(output[-20:]))
@@ -71,7 +97,29 @@ def run_once(gin_file: str, params: List[str], cache: str) -> Dict[str, float]:
         first_iteration_end_s=first,
         exit_s=total,
         first_iteration_secs=float(reported.group(1)) if reported else 0.0,
+        cpu_s=usage.ru_utime + usage.ru_stime,
     )
+
+
+def parse_trees(text: Optional[str]) -> List[Tuple[str, Optional[str]]]:
+    """``--trees``' ``NAME=DIR,...`` as ``[(name, dir)]``; ``[('', None)]``
+    (this environment's ``alf_rl``) when not given.
+
+    Raises:
+        SystemExit: a malformed item or a ``DIR`` without ``alf_rl/``.
+    """
+    if not text:
+        return [('', None)]
+    trees = []
+    for item in text.split(','):
+        name, _, directory = item.partition('=')
+        if not name or not os.path.isdir(os.path.join(directory, 'alf_rl')):
+            raise SystemExit(
+                "startup.py: --trees expects NAME=DIR with DIR/alf_rl, "
+                "got %r" % (item,)
+            )
+        trees.append((name, directory))
+    return trees
 
 
 def main() -> None:
@@ -81,23 +129,28 @@ def main() -> None:
     parser.add_argument('--gin_param', action='append', default=[])
     parser.add_argument('--repeats', type=int, default=3)
     parser.add_argument('--modes', default='cold,warm,off')
+    parser.add_argument('--trees', default=None, metavar='NAME=DIR,...')
     parser.add_argument('--write', default=None, metavar='PAGE')
     args = parser.parse_args()
-    modes = args.modes.split(',')
-    rows: Dict[str, List[Dict[str, float]]] = {m: [] for m in modes}
+    trees = parse_trees(args.trees)
+    args.load_at_start = os.getloadavg()[0]
+    rows: Dict[str, List[Dict[str, float]]] = {}
     for repeat in range(args.repeats):
-        cache = tempfile.mkdtemp(prefix='alf_xla_cache_')
-        for mode in modes:
-            if mode == 'warm' and 'cold' not in modes:
-                run_once(args.gin_file, args.gin_param, cache)  # fill it
-            r = run_once(
-                args.gin_file,
-                args.gin_param,
-                'off' if mode == 'off' else cache,
-            )
-            rows[mode].append(r)
-            print('round %d %s: %s' % (repeat, mode, r), flush=True)
-        shutil.rmtree(cache, ignore_errors=True)
+        for tree_name, tree in trees:
+            cache = tempfile.mkdtemp(prefix='alf_xla_cache_')
+            for mode in args.modes.split(','):
+                row = ('%s %s' % (mode, tree_name)).strip()
+                if mode == 'warm' and 'cold' not in args.modes.split(','):
+                    run_once(args.gin_file, args.gin_param, cache, tree)
+                r = run_once(
+                    args.gin_file,
+                    args.gin_param,
+                    'off' if mode == 'off' else cache,
+                    tree,
+                )
+                rows.setdefault(row, []).append(r)
+                print('round %d %s: %s' % (repeat, row, r), flush=True)
+            shutil.rmtree(cache, ignore_errors=True)
     lines = medians(rows, args)
     print('\n'.join(lines))
     if args.write:
@@ -111,29 +164,31 @@ def medians(
     what was run, when, and the machine's load."""
     lines = [
         '| `%s` | to the end of the 1st iteration (s) | to exit (s)'
-        ' | first_iteration_secs |' % os.path.basename(args.gin_file),
-        '| --- | ---: | ---: | ---: |',
+        ' | first_iteration_secs | CPU s |' % os.path.basename(args.gin_file),
+        '| --- | ---: | ---: | ---: | ---: |',
     ]
     for mode, runs in rows.items():
         med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
         lines.append(
-            '| %s | %.1f | %.1f | %.1f |'
+            '| %s | %.1f | %.1f | %.1f | %.1f |'
             % (
                 mode,
                 med['first_iteration_end_s'],
                 med['exit_s'],
                 med['first_iteration_secs'],
+                med['cpu_s'],
             )
         )
     lines += [
         '',
         'Medians of %d rounds%s, measured %s, %d CPU cores, load average'
-        ' %.1f at the end.'
+        ' %.1f at the start and %.1f at the end.'
         % (
             args.repeats,
             ' with ' + ' '.join(args.gin_param) if args.gin_param else '',
             time.strftime('%Y-%m-%d'),
             os.cpu_count() or 0,
+            getattr(args, 'load_at_start', float('nan')),
             os.getloadavg()[0],
         ),
     ]

@@ -132,6 +132,10 @@ class OptimizerSets:
         for optimizer, variables in self.get_optimizer_and_variable_sets():
             if hasattr(optimizer, 'build'):
                 optimizer.build(variables)
+            elif hasattr(optimizer, '_create_all_weights'):
+                # tf_keras' legacy optimizers (LegacyAdam): slots, hypers
+                # and ``iterations``, as their ``apply_gradients`` would.
+                optimizer._create_all_weights(variables)
 
     @property
     def trainable_variables(self) -> List[tf.Variable]:

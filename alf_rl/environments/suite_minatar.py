@@ -28,6 +28,7 @@ import random
 import re
 from typing import Dict, Optional, Tuple, Type
 
+import gin
 import numpy as np
 import tensorflow as tf
 
@@ -41,6 +42,7 @@ from alf_rl.environments.minatar.space_invaders import SpaceInvaders
 from alf_rl.environments.suite_tf import stateless_uniform
 from alf_rl.environments.tf_environment import TFEnvironment
 from alf_rl.specs import BoundedTensorSpec, time_step_spec
+from alf_rl.utils.config_types import is_number
 
 #: Game classes by their gymnasium title (``MinAtar/<title>-v0``).
 GAMES: Dict[str, Type[MinAtarGame]] = {
@@ -81,10 +83,12 @@ class MinAtarDynamics(object):
         use_minimal_action_set: bool,
         sticky_action_prob: float,
     ):
-        if not 0.0 <= sticky_action_prob <= 1.0:
+        if not (
+            is_number(sticky_action_prob) and 0.0 <= sticky_action_prob <= 1.0
+        ):
             raise ValueError(
-                "sticky_action_prob must be in [0, 1], got %r"
-                % (sticky_action_prob,)
+                "sticky_action_prob must be a number in [0, 1] (MinAtar's "
+                "0.1; 0 for none, as gymnax), got %r" % (sticky_action_prob,)
             )
         self.game = game
         self.sticky_action_prob = float(sticky_action_prob)
@@ -349,6 +353,7 @@ def _check_actions(action: tf.Tensor, num_actions: int) -> None:
         )
 
 
+@gin.configurable(module='suite_minatar')
 def load(
     name: str,
     batch_size: int,
@@ -359,6 +364,12 @@ def load(
 ) -> MinAtarEnvironment:
     """A batch of MinAtar games in TF ops.
 
+    gin-configurable as ``suite_minatar.load``, so that a run through
+    ``create_environment(backend='tf')`` sets MinAtar's options from its
+    gin file, e.g. ``suite_minatar.load.sticky_action_prob = 0.0`` (no
+    sticky actions, as gymnax's MinAtar) or
+    ``suite_minatar.load.difficulty_ramping = False``.
+
     Args:
         name: ``'MinAtar/<Game>-v0'`` (all 6 actions) or ``-v1`` (the
             minimal action set); see ``SUPPORTED_ENVIRONMENTS``.
@@ -366,7 +377,7 @@ def load(
         seed: int seed of the random numbers; ``None`` for a random one.
         max_episode_steps: time limit; ``None`` or 0 for none (MinAtar's).
         sticky_action_prob: MinAtar's probability of repeating the
-            previous action (0.1).
+            previous action (0.1), a number in [0, 1].
         difficulty_ramping: MinAtar's difficulty ramp (Asterix,
             SpaceInvaders, Seaquest).
 

@@ -31,6 +31,7 @@ format before the binary one. The line is harmless.
 """
 
 import atexit
+import glob
 import hashlib
 import os
 import platform
@@ -61,18 +62,21 @@ def default_root() -> str:
 def _tensorflow_build() -> str:
     """TensorFlow's version and the size and time of its framework library
     (a rebuild of one version is another build), read without importing
-    TensorFlow."""
+    TensorFlow (nor finding its module, which would use up
+    ``quiet_import``'s one-shot hook). The library is looked up in the
+    package's directory, not in the ~20k lines of its RECORD (0.006 s
+    instead of 0.17 s)."""
     try:
         dist = metadata.distribution('tensorflow')
     except metadata.PackageNotFoundError:
         return 'no tensorflow'
     build = [dist.version]
-    for file in dist.files or ():
-        if file.name.startswith('libtensorflow_framework'):
-            path = str(file.locate())
-            if os.path.exists(path):
-                stat = os.stat(path)
-                build.append('%d:%d' % (stat.st_size, int(stat.st_mtime)))
+    pattern = os.path.join(
+        str(dist.locate_file('tensorflow')), 'libtensorflow_framework*'
+    )
+    for path in sorted(glob.glob(pattern)):
+        stat = os.stat(path)
+        build.append('%d:%d' % (stat.st_size, int(stat.st_mtime)))
     return ' '.join(build)
 
 

@@ -315,3 +315,33 @@ def test_one_update_converts_distributions_once_per_row_function(
     # info to parameters), the stacked info and the batch's rollout info.
     assert counts == {'to_params': 3 * traces,
                       'to_distributions': 5 * traces}, (counts, traces)
+
+
+@pytest.mark.parametrize('legacy', [False, True])
+def test_build_optimizers_creates_slots_so_train_traces_once(legacy):
+    # A tf.function that creates variables on its first call is traced
+    # twice; build_optimizers creates every optimizer variable beforehand,
+    # for tf_keras' legacy optimizers (LegacyAdam) too.
+    set_random_seed(0)
+    env = TFPyEnvironment(PolicyUnittestEnv(4, 5))
+    optimizer = (tf_keras.optimizers.legacy.Adam(1e-2) if legacy else
+                 tf_keras.optimizers.Adam(1e-2))
+    alg = ActorCriticAlgorithm(
+        env.observation_spec(), env.action_spec(),
+        actor_network_ctor=lambda o, a: ActorDistributionNetwork(
+            o, a, fc_layer_params=(8, )),
+        value_network_ctor=lambda o: ValueNetwork(o, fc_layer_params=(8, )),
+        optimizer=optimizer)
+    alg.prepare_off_policy_specs()
+    exp = _collect(alg, env, 6)
+    alg.build_optimizers()
+    weights = alg.trainable_variables
+    # Adam's two moments per variable (and its step counter).
+    assert len(optimizer.variables()) >= 2 * len(weights) + 1
+    before = len(optimizer.variables())
+    fn = tf.function(lambda e: alg.train(e).loss, autograph=False)
+    fn.get_concrete_function(exp)
+    assert fn.experimental_get_tracing_count() == 1
+    fn(exp)
+    assert len(optimizer.variables()) == before
+    assert int(optimizer.iterations.numpy()) == 1

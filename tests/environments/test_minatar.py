@@ -372,3 +372,48 @@ def test_checkpoint_restores_games_exactly(tmp_path):
         np.testing.assert_array_equal(x.observation, y.observation)
         np.testing.assert_array_equal(x.reward, y.reward)
         np.testing.assert_array_equal(x.step_type, y.step_type)
+
+
+def test_sticky_action_prob_from_gin_through_create_environment():
+    import gin
+
+    from alf_rl.environments.utils import create_environment
+    from alf_rl.runs.binding_checks import check_bindings
+
+    gin.parse_config('suite_minatar.load.sticky_action_prob = 0.0')
+    env = create_environment('MinAtar/Breakout-v0', 512, seed=3, backend='tf')
+    assert env.dynamics.sticky_action_prob == 0.0
+    env.reset()
+    for _ in range(5):
+        last = env.game_state()['last_action'].numpy()
+        action = (last + 1) % 6  # a repeat would show as executed == last
+        time_step = env.step(tf.constant(action, tf.int64))
+        stepped = time_step.step_type.numpy() != StepType.FIRST
+        executed = env.game_state()['last_action'].numpy()
+        np.testing.assert_array_equal(executed[stepped], action[stepped])
+    gin.clear_config()
+    assert (
+        suite_minatar.load(
+            'MinAtar/Breakout-v0', 1
+        ).dynamics.sticky_action_prob
+        == 0.1
+    )
+    # A bad value: one line naming it (out of range at load, a non-number
+    # already in the binding check before anything is built).
+    gin.parse_config('suite_minatar.load.sticky_action_prob = 1.5')
+    with pytest.raises(
+        ValueError,
+        match=r'^sticky_action_prob must be a number in \[0, 1\].*got 1\.5',
+    ):
+        create_environment('MinAtar/Breakout-v1', 2, backend='tf')
+    gin.clear_config()
+    gin.parse_config("suite_minatar.load.sticky_action_prob = 'none'")
+    with pytest.raises(
+        ValueError,
+        match=r"load\.sticky_action_prob: expected a number, got 'none'",
+    ):
+        check_bindings()
+    with pytest.raises(
+        ValueError, match='sticky_action_prob must be a number'
+    ):
+        suite_minatar.load('MinAtar/Breakout-v1', 1, sticky_action_prob=True)

@@ -10,6 +10,7 @@ MinAtar's ``asterix.py``.
 
 from typing import Tuple
 
+import numpy as np
 import tensorflow as tf
 
 from alf_rl.environments.minatar.game import (
@@ -30,7 +31,7 @@ _RAMP_INTERVAL = 100
 _SPAWN_SPEED = 10
 _MOVE_SPEED = 5
 _SLOTS = 8
-_ROWS = tf.range(1, _SLOTS + 1)
+_ROWS = np.arange(1, _SLOTS + 1, dtype=np.int32)
 
 
 def _move_player(

@@ -11,6 +11,7 @@ channel of its speed). As MinAtar's ``freeway.py``.
 
 from typing import Tuple
 
+import numpy as np
 import tensorflow as tf
 
 from alf_rl.environments.minatar.game import (
@@ -28,7 +29,7 @@ from alf_rl.environments.minatar.game import (
 _PLAYER_SPEED = 3
 _TIME_LIMIT = 2500
 _NUM_CARS = 8
-_ROWS = tf.range(1, _NUM_CARS + 1)
+_ROWS = np.arange(1, _NUM_CARS + 1, dtype=np.int32)
 
 
 def _speeds(draws: tf.Tensor) -> tf.Tensor:
