@@ -130,6 +130,7 @@ class OptimizerSets:
         restores slots directly instead of deferring them.
         """
         for optimizer, variables in self.get_optimizer_and_variable_sets():
+            _check_hyperparameters(optimizer)
             if hasattr(optimizer, 'build'):
                 optimizer.build(variables)
             elif hasattr(optimizer, '_create_all_weights'):
@@ -142,6 +143,25 @@ class OptimizerSets:
         """All variables this algorithm trains, without duplicates."""
         own, sets = self._collect()
         return _unique(own + [v for _, vs in sets for v in vs])
+
+
+def _check_hyperparameters(optimizer: Any) -> None:
+    """Refuses a legacy optimizer's hyperparameter that is not a number.
+
+    tf_keras turns a string into an initializer name when it builds the
+    hyperparameter (``learning_rate='fast'`` -> ``Unknown initializer:
+    'fast'``); gin bindings are checked earlier (``configurables``), an
+    optimizer built in Python is checked here.
+
+    Raises:
+        ValueError: naming the optimizer, the hyperparameter and its value.
+    """
+    for name, value in getattr(optimizer, '_hyper', {}).items():
+        if isinstance(value, (str, bytes)):
+            raise ValueError(
+                "%s.%s: expected a number or a learning-rate schedule, got "
+                "%r (%s)" % (type(optimizer).__name__, name, value,
+                             type(value).__name__))
 
 
 def _is_optimizer(obj):

@@ -19,6 +19,7 @@ import gin
 import pytest
 import tf_keras
 
+from alf_rl.algorithms.actor_critic_loss import ActorCriticLoss
 from alf_rl.environments.suite_unittest import ValueUnittestEnv
 from alf_rl.environments.tf_environment import TFPyEnvironment
 from alf_rl.runs.binding_checks import explain_configurable_error
@@ -143,36 +144,73 @@ def test_a_range_error_names_the_configurable_and_its_binding():
     assert explain_configurable_error('no gin\n  here') == 'no gin here'
 
 
-def _algorithm(observation_spec, action_spec):
-    # The learning rate is checked by gin bindings only: from Python it
-    # fails at the first update, inside the first iteration.
+def _bad_rate_algorithm(observation_spec, action_spec):
     return small_actor_critic(
         observation_spec, action_spec,
         optimizer=tf_keras.optimizers.legacy.Adam(learning_rate='fast'))
 
 
-@pytest.mark.parametrize('existing', [False, True])
-def test_a_run_failing_in_its_first_iteration_leaves_root_dir_as_found(
-        tmp_path, existing):
-    root = tmp_path / 'run'
-    if existing:
-        root.mkdir()
-        (root / 'notes.txt').write_text('mine')
-    trainer = OnPolicyTrainer(
-        TrainerConfig(root_dir=str(root), algorithm_ctor=_algorithm,
+class _FailingLoss(ActorCriticLoss):
+    """Raises while the first iteration is traced."""
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError('the loss failed')
+
+
+def _failing_algorithm(observation_spec, action_spec):
+    return small_actor_critic(observation_spec, action_spec,
+                              loss=_FailingLoss())
+
+
+def _trainer(root, algorithm_ctor):
+    return OnPolicyTrainer(
+        TrainerConfig(root_dir=str(root), algorithm_ctor=algorithm_ctor,
                       num_iterations=3, unroll_length=4, random_seed=0),
         env=lambda seed: TFPyEnvironment(ValueUnittestEnv(
             batch_size=2, episode_length=4)))
-    try:
-        with pytest.raises(ValueError, match="Unknown initializer: 'fast'"):
-            trainer.train()
-    finally:
-        trainer.close()
+
+
+def _assert_as_found(root, existing):
     if existing:
         assert os.listdir(str(root)) == ['notes.txt']
         assert (root / 'notes.txt').read_text() == 'mine'
     else:
         assert not root.exists()
+
+
+def _make_root(tmp_path, existing):
+    root = tmp_path / 'run'
+    if existing:
+        root.mkdir()
+        (root / 'notes.txt').write_text('mine')
+    return root
+
+
+@pytest.mark.parametrize('existing', [False, True])
+def test_a_run_failing_in_its_first_iteration_leaves_root_dir_as_found(
+        tmp_path, existing):
+    root = _make_root(tmp_path, existing)
+    trainer = _trainer(root, _failing_algorithm)
+    try:
+        with pytest.raises(RuntimeError, match='the loss failed'):
+            trainer.train()
+    finally:
+        trainer.close()
+    _assert_as_found(root, existing)
+
+
+@pytest.mark.parametrize('existing', [False, True])
+def test_a_bad_learning_rate_from_python_is_named_before_anything(
+        tmp_path, existing):
+    # Gin bindings are checked when parsed; an optimizer built in Python
+    # is checked when the driver builds the optimizers' variables.
+    root = _make_root(tmp_path, existing)
+    with pytest.raises(ValueError) as raised:
+        _trainer(root, _bad_rate_algorithm)
+    assert str(raised.value).splitlines()[0] == (
+        "Adam.learning_rate: expected a number or a learning-rate "
+        "schedule, got 'fast' (str)")
+    _assert_as_found(root, existing)
 
 
 def test_alf_train_names_the_bad_learning_rate_and_leaves_root_dir(tmp_path):
