@@ -1,7 +1,8 @@
 """Trains a population of P seeds' agents in one compiled call per iteration.
 
 ``PopulationTrainer`` runs ``PopulationPPO`` on P seeds' ``suite_tf``
-environments (``environments.population``): one iteration collects
+environments or MinAtar games (``environments.population``; observations
+are flattened to float32 vectors for the MLPs): one iteration collects
 ``unroll_length`` steps of B environments per seed and runs ``num_epochs``
 passes of shuffled mini-batches, all inside one ``tf.function`` (XLA with
 ``jit_compile=True``, off by default). Agent k owns its weights, its slice
@@ -16,8 +17,9 @@ continues exactly.
 """
 
 import functools
+import math
 import os
-from typing import Any, Callable, Dict, Optional, Sequence
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence
 
 import tensorflow as tf
 
@@ -38,8 +40,9 @@ class PopulationTrainer(tf.Module):
 
     Args:
         seeds: P distinct int seeds.
-        env_name: a ``suite_tf`` environment with discrete actions and flat
-            observations (e.g. ``'CartPole-v1'``).
+        env_name: a ``suite_tf`` environment with discrete actions (e.g.
+            ``'CartPole-v1'``, ``'MinAtar/Breakout-v1'``); observations of
+            any shape are flattened to float32 vectors.
         num_envs: B, environments per seed.
         unroll_length: T, steps collected per environment per iteration.
         mini_batch_size: rows per agent per mini-batch; must divide T * B.
@@ -52,6 +55,11 @@ class PopulationTrainer(tf.Module):
             ``ppo_tf_cart_pole``'s sizes) and compiled for minutes.
         root_dir: where ``train`` writes ``train/`` summaries and ``ckpt/``
             checkpoints (and restores from); ``None`` for neither.
+        max_episode_steps: the environments' time limit, as
+            ``population.load`` (``None``: the environment's own).
+        env_options: more ``population.load`` arguments (a MinAtar game's
+            ``sticky_action_prob`` and ``difficulty_ramping``).
+        checkpoint_max_to_keep: newest checkpoints kept under ``ckpt/``.
     """
 
     def __init__(
@@ -65,6 +73,9 @@ class PopulationTrainer(tf.Module):
         algorithm_ctor: Callable[..., PopulationPPO] = PopulationPPO,
         jit_compile: bool = False,
         root_dir: Optional[str] = None,
+        max_episode_steps: Optional[int] = None,
+        env_options: Optional[Mapping[str, Any]] = None,
+        checkpoint_max_to_keep: int = 3,
     ):
         super().__init__(name='PopulationTrainer')
         rows = unroll_length * num_envs
@@ -75,23 +86,28 @@ class PopulationTrainer(tf.Module):
                 % (rows, mini_batch_size)
             )
         self.seeds = tuple(seeds)
-        self.env = population.load(env_name, self.seeds, num_envs)
+        self.env = population.load(
+            env_name,
+            self.seeds,
+            num_envs,
+            max_episode_steps,
+            **dict(env_options or {}),
+        )
         spec = self.env.action_spec()
-        if (
-            spec.dtype.is_floating
-            or self.env.observation_spec().shape.rank != 1
-        ):
+        if spec.dtype.is_floating or spec.shape.rank != 0:
             raise ValueError(
-                'PopulationTrainer: env_name must have discrete actions and '
-                'flat observations, got %r' % (env_name,)
+                'PopulationTrainer: env_name must have discrete actions (one '
+                'int per step), got %r with action_spec %s'
+                % (env_name, spec)
             )
         num_actions = int(spec.maximum) - int(spec.minimum) + 1
-        obs_size = self.env.observation_spec().shape[0]
+        obs_size = math.prod(self.env.observation_spec().shape.as_list())
         self.algorithm = algorithm_ctor(self.seeds, obs_size, num_actions)
         self._shape = (len(self.seeds), num_envs, unroll_length)
         self._mini_batch_size = mini_batch_size
         self._num_epochs = num_epochs
         self._root_dir = root_dir
+        self._max_to_keep = checkpoint_max_to_keep
         self._init_state()
         self._iterate = tf.function(self._iteration, jit_compile=jit_compile)
 
@@ -132,7 +148,8 @@ class PopulationTrainer(tf.Module):
             uniform: [P, B, A] float32 noise of the action draws.
         """
         p, b, _ = self._shape
-        obs = tf.reshape(self._observation, [p, b, -1])
+        # MinAtar's [10, 10, C] bool frames become float vectors.
+        obs = tf.reshape(tf.cast(self._observation, tf.float32), [p, b, -1])
         action, log_prob, value = self.algorithm.sample(obs, uniform)
         step_type = self._step_type.value()
         episode_return = tf.where(
@@ -306,7 +323,7 @@ class PopulationTrainer(tf.Module):
             manager = tf.train.CheckpointManager(
                 tf.train.Checkpoint(trainer=self),
                 os.path.join(self._root_dir, 'ckpt'),
-                max_to_keep=3,
+                max_to_keep=self._max_to_keep,
             )
             if manager.latest_checkpoint:
                 manager.checkpoint.restore(manager.latest_checkpoint)

@@ -15,7 +15,7 @@ from alf_rl.algorithms.population_ppo import (
     clip_per_member,
     per_member_normalize,
 )
-from alf_rl.environments import population, suite_tf
+from alf_rl.environments import population, suite_minatar, suite_tf
 from alf_rl.networks.population_network import PopulationMLP
 from alf_rl.trainers.population_trainer import PopulationTrainer
 
@@ -152,3 +152,46 @@ def test_bad_arguments_rejected() -> None:
             unroll_length=4,
             mini_batch_size=8,
         )
+
+
+@pytest.mark.parametrize('sticky', [0.5, 0.0])
+def test_population_minatar_rows_equal_suite_minatar_seeded_games(
+    sticky: float,
+) -> None:
+    name = 'MinAtar/Breakout-v1'
+    env = population.load(
+        name, [5, 9], 3, max_episode_steps=7, sticky_action_prob=sticky
+    )
+    refs = [
+        suite_minatar.load(
+            name, 3, seed=s, max_episode_steps=7, sticky_action_prob=sticky
+        )
+        for s in (5, 9)
+    ]
+    first = env.reset()
+    for k, ref in enumerate(refs):
+        np.testing.assert_array_equal(
+            first.observation.numpy()[3 * k : 3 * k + 3],
+            ref.reset().observation,
+        )
+    actions = np.random.RandomState(0).randint(0, 3, size=(20, 6))
+    kinds, differs = set(), False
+    for t in range(20):
+        step = env.step(tf.constant(actions[t], tf.int64))
+        kinds.update(step.step_type.numpy().tolist())
+        obs = step.observation.numpy()
+        differs = differs or not np.array_equal(obs[:3], obs[3:])
+        for k, ref in enumerate(refs):
+            ref_step = ref.step(
+                tf.constant(actions[t, 3 * k : 3 * k + 3], tf.int64)
+            )
+            for field in ('observation', 'step_type', 'reward', 'discount'):
+                np.testing.assert_array_equal(
+                    getattr(step, field).numpy()[3 * k : 3 * k + 3],
+                    getattr(ref_step, field),
+                )
+    # The time limit of 7 steps truncated episodes (LAST, then FIRST).
+    assert kinds == {0, 1, 2}
+    # Distinct seeds: distinct games.
+    assert differs
+    assert first.observation.shape == (6, 10, 10, 4)
