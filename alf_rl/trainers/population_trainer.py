@@ -23,7 +23,11 @@ from typing import Any, Callable, Dict, Mapping, Optional, Sequence
 
 import tensorflow as tf
 
-from alf_rl.algorithms.population_ppo import PopulationBatch, PopulationPPO
+from alf_rl.algorithms.population_ppo import (
+    STAT_NAMES,
+    PopulationBatch,
+    PopulationPPO,
+)
 from alf_rl.data_structures import StepType
 from alf_rl.environments import population
 from alf_rl.environments.suite_tf import stateless_uniform
@@ -233,6 +237,7 @@ class PopulationTrainer(tf.Module):
             observation=rows(flat['observation']),
             action=rows(flat['action']),
             log_prob=rows(flat['log_prob']),
+            value=rows(flat['value']),
             advantages=rows(advantages),
             returns=rows(returns),
             mask=rows(mask),
@@ -247,10 +252,7 @@ class PopulationTrainer(tf.Module):
             self._noise([self._num_epochs, rows], _SHUFFLE_STREAM)
         )
         orders = tf.reshape(orders, [p, self._num_epochs * rows])
-        stats = {
-            k: tf.zeros([p])
-            for k in ('loss', 'pg_loss', 'td_loss', 'grad_norm')
-        }
+        stats = {k: tf.zeros([p]) for k in STAT_NAMES}
         for u in tf.range(self._num_epochs * per_epoch):
             index = orders[:, u * size : (u + 1) * size]
             mini = tf.nest.map_structure(
@@ -280,7 +282,8 @@ class PopulationTrainer(tf.Module):
 
         Returns:
             dict of [P] numpy arrays: ``loss``, ``pg_loss``, ``td_loss``,
-            ``grad_norm`` of the iteration's last update, and
+            ``neg_entropy``, ``grad_norm`` of the iteration's last update,
+            and
             ``average_return`` (the mean return of the episodes that ended
             in this iteration; the previous value if none did).
         """
@@ -376,6 +379,6 @@ def write_summaries(
             )
             tf.summary.scalar(tag + 'Metrics/NumberOfEpisodes', episodes[k])
             tf.summary.scalar(tag + 'Metrics/EnvironmentSteps', step)
-            for name in ('loss', 'pg_loss', 'td_loss', 'grad_norm'):
+            for name in STAT_NAMES:
                 tf.summary.scalar(tag + 'loss/' + name, stats[name][k])
     writer.flush()

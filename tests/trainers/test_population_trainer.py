@@ -5,6 +5,7 @@ iteration takes tens of seconds on a loaded 2-core machine, and the
 population axis is the same either way.
 """
 
+import functools
 import os
 
 import numpy as np
@@ -12,6 +13,7 @@ import pytest
 import tensorflow as tf
 
 from alf_rl.algorithms.population_ppo import (
+    PopulationPPO,
     clip_per_member,
     per_member_normalize,
 )
@@ -53,6 +55,41 @@ def test_three_seeds_equal_three_single_seed_runs() -> None:
         for a, b in zip(_weights(pop, k), _weights(one, 0)):
             np.testing.assert_allclose(a, b, atol=_ATOL)
         for name in ('loss', 'average_return', 'grad_norm'):
+            np.testing.assert_allclose(
+                stats[name][k], one_stats[name][0], rtol=1e-4, atol=_ATOL
+            )
+        np.testing.assert_array_equal(
+            pop.num_episodes.numpy()[k], one.num_episodes.numpy()[0]
+        )
+
+
+def test_minatar_seeds_with_entropy_and_value_clipping_equal_one_seed_runs(
+) -> None:
+    # ppo_minatar_breakout.gin's options, on its game with sticky actions
+    # and a time limit.
+    kw = dict(
+        _KW,
+        env_name='MinAtar/Breakout-v1',
+        max_episode_steps=6,
+        env_options=dict(sticky_action_prob=0.3),
+        algorithm_ctor=functools.partial(
+            PopulationPPO, entropy_regularization=0.01, value_clipping=0.2
+        ),
+    )
+    seeds = [2, 5]
+    pop = PopulationTrainer(seeds, **kw)
+    for _ in range(2):
+        stats = pop.run_iteration()
+    assert np.all(stats['neg_entropy'] < 0)
+    assert np.all(pop.num_episodes.numpy() > 0)
+    assert not np.allclose(_weights(pop, 0)[0], _weights(pop, 1)[0])
+    for k, seed in enumerate(seeds):
+        one = PopulationTrainer([seed], **kw)
+        for _ in range(2):
+            one_stats = one.run_iteration()
+        for a, b in zip(_weights(pop, k), _weights(one, 0)):
+            np.testing.assert_allclose(a, b, atol=_ATOL)
+        for name in ('loss', 'neg_entropy', 'td_loss', 'grad_norm'):
             np.testing.assert_allclose(
                 stats[name][k], one_stats[name][0], rtol=1e-4, atol=_ATOL
             )
