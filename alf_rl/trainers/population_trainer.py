@@ -101,8 +101,7 @@ class PopulationTrainer(tf.Module):
         if spec.dtype.is_floating or spec.shape.rank != 0:
             raise ValueError(
                 'PopulationTrainer: env_name must have discrete actions (one '
-                'int per step), got %r with action_spec %s'
-                % (env_name, spec)
+                'int per step), got %r with action_spec %s' % (env_name, spec)
             )
         num_actions = int(spec.maximum) - int(spec.minimum) + 1
         obs_size = math.prod(self.env.observation_spec().shape.as_list())

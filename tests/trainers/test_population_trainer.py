@@ -63,10 +63,9 @@ def test_three_seeds_equal_three_single_seed_runs() -> None:
         )
 
 
-def test_minatar_seeds_with_entropy_and_value_clipping_equal_one_seed_runs(
-) -> None:
-    # ppo_minatar_breakout.gin's options, on its game with sticky actions
-    # and a time limit.
+def test_minatar_options_seeds_equal_one_seed_runs() -> None:
+    # ppo_minatar_breakout.gin's entropy bonus and value clipping, on its
+    # game with sticky actions and a time limit.
     kw = dict(
         _KW,
         env_name='MinAtar/Breakout-v1',
