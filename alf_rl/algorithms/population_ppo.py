@@ -200,19 +200,15 @@ class PopulationPPO(tf.Module):
         self._normalize_advantages = normalize_advantages
         self._entropy_regularization = float(entropy_regularization)
         self._value_clipping = value_clipping
-        args = (self.seeds, observation_size)
+        layers = (hidden_layers, activation)
         self.actor = PopulationMLP(
-            *args, num_actions, hidden_layers, activation, name='actor'
+            self.seeds, observation_size, num_actions, *layers, name='actor'
         )
         # The critic's seeds are offset so that its initial weights are not
         # the actor's (both are drawn from the agent's seed).
+        critic_seeds = tuple(s + 2**40 for s in self.seeds)
         self.critic = PopulationMLP(
-            tuple(s + 2**40 for s in self.seeds),
-            observation_size,
-            1,
-            hidden_layers,
-            activation,
-            name='critic',
+            critic_seeds, observation_size, 1, *layers, name='critic'
         )
         self.optimizer = tf_keras.optimizers.legacy.Adam(
             learning_rate, epsilon=adam_epsilon

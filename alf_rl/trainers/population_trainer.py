@@ -19,7 +19,7 @@ continues exactly.
 import functools
 import math
 import os
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
@@ -90,21 +90,9 @@ class PopulationTrainer(tf.Module):
                 % (rows, mini_batch_size)
             )
         self.seeds = tuple(seeds)
-        self.env = population.load(
-            env_name,
-            self.seeds,
-            num_envs,
-            max_episode_steps,
-            **dict(env_options or {}),
+        self.env, obs_size, num_actions = _load_environment(
+            env_name, self.seeds, num_envs, max_episode_steps, env_options
         )
-        spec = self.env.action_spec()
-        if spec.dtype.is_floating or spec.shape.rank != 0:
-            raise ValueError(
-                'PopulationTrainer: env_name must have discrete actions (one '
-                'int per step), got %r with action_spec %s' % (env_name, spec)
-            )
-        num_actions = int(spec.maximum) - int(spec.minimum) + 1
-        obs_size = math.prod(self.env.observation_spec().shape.as_list())
         self.algorithm = algorithm_ctor(self.seeds, obs_size, num_actions)
         self._shape = (len(self.seeds), num_envs, unroll_length)
         self._mini_batch_size = mini_batch_size
@@ -131,18 +119,7 @@ class PopulationTrainer(tf.Module):
     def _noise(self, shape: Sequence[int], stream: int) -> tf.Tensor:
         """[P, *shape] uniform floats in (0, 1), row k from seed k's stream
         ``stream + iteration``."""
-        counter = stream + self.iteration
-        return tf.stack(
-            [
-                stateless_uniform(
-                    shape,
-                    tf.stack([tf.constant(s % 2**63, tf.int64), counter]),
-                    2.0**-25,
-                    1.0,
-                )
-                for s in self.seeds
-            ]
-        )
+        return _seed_noise(self.seeds, shape, stream + self.iteration)
 
     def _collect_step(self, uniform: tf.Tensor) -> Dict[str, tf.Tensor]:
         """One step of every environment; returns its [P, B, ...] record.
@@ -352,6 +329,50 @@ class PopulationTrainer(tf.Module):
             if stop:
                 break
         return stats
+
+
+def _load_environment(
+    env_name: str,
+    seeds: Sequence[int],
+    num_envs: int,
+    max_episode_steps: Optional[int],
+    env_options: Optional[Mapping[str, Any]],
+) -> Tuple[Any, int, int]:
+    """The population's environment (``population.load``), the size d of
+    its flattened observation and its number of actions A.
+
+    Raises:
+        ValueError: one line for an environment without discrete actions.
+    """
+    env = population.load(
+        env_name, seeds, num_envs, max_episode_steps, **dict(env_options or {})
+    )
+    spec = env.action_spec()
+    if spec.dtype.is_floating or spec.shape.rank != 0:
+        raise ValueError(
+            'PopulationTrainer: env_name must have discrete actions (one '
+            'int per step), got %r with action_spec %s' % (env_name, spec)
+        )
+    num_actions = int(spec.maximum) - int(spec.minimum) + 1
+    return env, math.prod(env.observation_spec().shape.as_list()), num_actions
+
+
+def _seed_noise(
+    seeds: Sequence[int], shape: Sequence[int], counter: tf.Tensor
+) -> tf.Tensor:
+    """[P, *shape] uniform float32 in (0, 1): row k from the stateless seed
+    ``[seeds[k], counter]`` (counter: int64 scalar)."""
+    return tf.stack(
+        [
+            stateless_uniform(
+                shape,
+                tf.stack([tf.constant(s % 2**63, tf.int64), counter]),
+                2.0**-25,
+                1.0,
+            )
+            for s in seeds
+        ]
+    )
 
 
 def write_summaries(
