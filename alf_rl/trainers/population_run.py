@@ -34,7 +34,7 @@ import math
 import os
 import random
 import time
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, NoReturn, Sequence, Tuple
 
 import gin
 import tf_keras
@@ -148,6 +148,8 @@ _TRAINER_NO_EFFECT = frozenset(
         'num_eval_episodes',
     )
 )
+# What ``_check_binding`` finds for a parameter no signature names.
+_NO_DEFAULT = object()
 _NEEDS = (
     "TrainerConfig.num_seeds > 1 trains PPOAlgorithm (feed-forward, "
     "LegacyAdam) on a suite_tf or MinAtar environment (create_environment."
@@ -198,10 +200,7 @@ def _bound(configurable: str, parameter: str) -> Any:
     return _default(configurable, parameter)
 
 
-_NO_DEFAULT = object()
-
-
-def _refuse(what: str) -> None:
+def _refuse(what: str) -> NoReturn:
     """ValueError: one line saying what is not supported and what is."""
     raise ValueError('%s; got %s' % (_NEEDS, what))
 
