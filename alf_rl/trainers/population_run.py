@@ -290,7 +290,10 @@ def _check_bindings(config: TrainerConfig) -> None:
     """Refuses what ``PopulationPPO`` would not train as configured."""
     ctor = getattr(config.algorithm_ctor, '__name__', config.algorithm_ctor)
     if ctor != 'PPOAlgorithm':
-        _refuse('TrainerConfig.algorithm_ctor=%s' % (ctor,))
+        _refuse(
+            'TrainerConfig.algorithm_ctor=@%s (expected @PPOAlgorithm)'
+            % (ctor,)
+        )
     trainer = getattr(config.trainer, '__name__', config.trainer)
     if trainer not in (None, 'OffPolicyTrainer'):
         _refuse(

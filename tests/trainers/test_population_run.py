@@ -95,6 +95,10 @@ def test_num_seeds_trains_the_population_and_resumes_exactly(tmp_path):
     [
         ("create_environment.backend='gym'", "backend='gym'"),
         ('TrainerConfig.evaluate=True', 'TrainerConfig.evaluate=True'),
+        (
+            'TrainerConfig.algorithm_ctor=@ActorCriticAlgorithm',
+            'algorithm_ctor=@ActorCriticAlgorithm (expected @PPOAlgorithm)',
+        ),
         # Bindings of parameters the population does not implement.
         ('PPOLoss.advantage_clip=1.0', 'PPOLoss.advantage_clip=1.0'),
         ('LegacyAdam.beta_1=0.8', 'LegacyAdam.beta_1=0.8'),
