@@ -3,7 +3,9 @@
 Schulman et al. 2017, "Proximal Policy Optimization Algorithms", with the
 settings of ``examples/ppo_cart_pole.gin`` (separate tanh actor and critic,
 GAE over the whole collected batch, clipped surrogate, squared TD loss,
-gradients clipped by global norm, Adam), for discrete actions.
+gradients clipped by global norm, Adam), for discrete actions; optionally
+with ``PPOLoss``'s entropy bonus and its value loss clipped around the
+behaviour-time value (``examples/ppo_minatar_breakout.gin``).
 
 Every tensor carries a leading population axis P: the networks are
 ``PopulationMLP``s (one batched matmul per layer for all agents), the loss
@@ -29,6 +31,10 @@ import tf_keras
 
 from alf_rl.networks.population_network import PopulationMLP, check_seeds
 from alf_rl.ops import losses, policy_losses, value_ops
+from alf_rl.utils.config_types import is_number
+
+#: The [P] statistics of ``PopulationPPO.update``.
+STAT_NAMES = ('loss', 'pg_loss', 'td_loss', 'neg_entropy', 'grad_norm')
 
 
 class PopulationBatch(NamedTuple):
@@ -38,6 +44,8 @@ class PopulationBatch(NamedTuple):
         observation: [P, n, d] float32.
         action: [P, n] int64.
         log_prob: [P, n] float32, the behaviour policy's log pi(a|s).
+        value: [P, n] float32, the behaviour-time value v_old(s) (the
+            centre of the value clipping).
         advantages: [P, n] float32, GAE(lambda).
         returns: [P, n] float32, TD(lambda) returns.
         mask: [P, n] float32, 1 for rows that are trained on.
@@ -46,6 +54,7 @@ class PopulationBatch(NamedTuple):
     observation: tf.Tensor
     action: tf.Tensor
     log_prob: tf.Tensor
+    value: tf.Tensor
     advantages: tf.Tensor
     returns: tf.Tensor
     mask: tf.Tensor
@@ -98,19 +107,32 @@ def clip_per_member(
 
 
 def _check_clips(
-    name: str, ratio_clip: float, gradient_clipping: Optional[float]
+    name: str,
+    ratio_clip: float,
+    gradient_clipping: Optional[float],
+    value_clipping: Optional[float],
+    entropy_regularization: float,
 ) -> None:
-    """ValueError unless the ratio clip is > 0 and the gradient clip None or
-    > 0."""
-    if not ratio_clip > 0:
+    """ValueError unless the ratio clip is > 0, the gradient and value clips
+    None or > 0 and the entropy weight a number >= 0."""
+    if not is_number(ratio_clip) or not ratio_clip > 0:
         raise ValueError(
-            '%s: importance_ratio_clipping must be > 0, got %r'
+            '%s: importance_ratio_clipping must be a number > 0, got %r'
             % (name, ratio_clip)
         )
-    if gradient_clipping is not None and not gradient_clipping > 0:
+    for arg, clip in (
+        ('gradient_clipping', gradient_clipping),
+        ('value_clipping', value_clipping),
+    ):
+        if clip is not None and not (is_number(clip) and clip > 0):
+            raise ValueError(
+                '%s: %s must be None or a number > 0, got %r'
+                % (name, arg, clip)
+            )
+    if not (is_number(entropy_regularization) and entropy_regularization >= 0):
         raise ValueError(
-            '%s: gradient_clipping must be None or > 0, got %r'
-            % (name, gradient_clipping)
+            '%s: entropy_regularization must be a number >= 0, got %r'
+            % (name, entropy_regularization)
         )
 
 
@@ -132,6 +154,12 @@ class PopulationPPO(tf.Module):
         td_loss_weight: weight of the squared TD loss.
         gradient_clipping: per-agent global-norm clip, or ``None``.
         normalize_advantages: per agent and mini-batch.
+        entropy_regularization: c >= 0: ``c * -H(pi(.|s))`` is added to
+            every row's loss (``PPOLoss.entropy_regularization``; 0 for
+            none).
+        value_clipping: ``None``, or c > 0: the TD loss is the max of the
+            squared loss of v and of ``v_old + clip(v - v_old, -c, c)``
+            (``PPOLoss.value_clipping``).
         name: module name.
     """
 
@@ -150,11 +178,19 @@ class PopulationPPO(tf.Module):
         td_loss_weight: float = 0.5,
         gradient_clipping: Optional[float] = 0.5,
         normalize_advantages: bool = True,
+        entropy_regularization: float = 0.0,
+        value_clipping: Optional[float] = None,
         name: str = 'PopulationPPO',
     ):
         super().__init__(name=name)
         self.seeds = check_seeds(seeds, name)
-        _check_clips(name, importance_ratio_clipping, gradient_clipping)
+        _check_clips(
+            name,
+            importance_ratio_clipping,
+            gradient_clipping,
+            value_clipping,
+            entropy_regularization,
+        )
         self.num_actions = num_actions
         self.gamma = gamma
         self.td_lambda = td_lambda
@@ -162,19 +198,17 @@ class PopulationPPO(tf.Module):
         self._td_loss_weight = td_loss_weight
         self._gradient_clipping = gradient_clipping
         self._normalize_advantages = normalize_advantages
-        args = (self.seeds, observation_size)
+        self._entropy_regularization = float(entropy_regularization)
+        self._value_clipping = value_clipping
+        layers = (hidden_layers, activation)
         self.actor = PopulationMLP(
-            *args, num_actions, hidden_layers, activation, name='actor'
+            self.seeds, observation_size, num_actions, *layers, name='actor'
         )
         # The critic's seeds are offset so that its initial weights are not
         # the actor's (both are drawn from the agent's seed).
+        critic_seeds = tuple(s + 2**40 for s in self.seeds)
         self.critic = PopulationMLP(
-            tuple(s + 2**40 for s in self.seeds),
-            observation_size,
-            1,
-            hidden_layers,
-            activation,
-            name='critic',
+            critic_seeds, observation_size, 1, *layers, name='critic'
         )
         self.optimizer = tf_keras.optimizers.legacy.Adam(
             learning_rate, epsilon=adam_epsilon
@@ -244,13 +278,18 @@ class PopulationPPO(tf.Module):
         return advantages, returns
 
     def loss(self, batch: PopulationBatch) -> Dict[str, tf.Tensor]:
-        """Each agent's PPO loss over its own rows.
+        """Each agent's PPO loss over its own rows (``PPOLoss``'s, averaged
+        over the agent's masked rows).
+
+            L = pg + w * td + c * -H(pi(.|s)),  td = l(G, v) or, clipped,
+            max(l(G, v), l(G, v_old + clip(v - v_old, -eps_v, eps_v)))
 
         Args:
             batch: a ``PopulationBatch`` of n rows per agent.
         Returns:
-            dict of [P] float32: ``loss`` (pg + td, the mean over the agent's
-            masked rows), ``pg_loss``, ``td_loss``.
+            dict of [P] float32: ``loss`` (the mean of L over the agent's
+            masked rows), ``pg_loss``, ``td_loss`` (weighted) and
+            ``neg_entropy`` (-H, also without the bonus).
         """
         log_probs, value = self.policy_and_value(batch.observation)
         log_prob = tf.gather(log_probs, batch.action, batch_dims=2)
@@ -261,18 +300,31 @@ class PopulationPPO(tf.Module):
         pg = policy_losses.clipped_surrogate_loss(
             ratio, tf.stop_gradient(advantages), self._clip
         )
-        td = self._td_loss_weight * losses.element_wise_squared_loss(
-            batch.returns, value
-        )
+        returns = tf.stop_gradient(batch.returns)
+        if self._value_clipping is not None:
+            td = policy_losses.clipped_value_loss(
+                value,
+                tf.stop_gradient(batch.value),
+                returns,
+                self._value_clipping,
+            )
+        else:
+            td = losses.element_wise_squared_loss(returns, value)
+        td = self._td_loss_weight * td
+        neg_entropy = tf.reduce_sum(tf.exp(log_probs) * log_probs, axis=-1)
+        total = pg + td
+        if self._entropy_regularization:
+            total += self._entropy_regularization * neg_entropy
         count = tf.maximum(tf.reduce_sum(batch.mask, axis=1), 1.0)
 
         def mean(x: tf.Tensor) -> tf.Tensor:
             return tf.reduce_sum(x * batch.mask, axis=1) / count
 
         return {
-            'loss': mean(pg + td),
+            'loss': mean(total),
             'pg_loss': mean(pg),
             'td_loss': mean(td),
+            'neg_entropy': mean(neg_entropy),
         }
 
     def update(self, batch: PopulationBatch) -> Dict[str, tf.Tensor]:

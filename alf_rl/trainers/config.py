@@ -329,7 +329,8 @@ class TrainerConfig(object):
         num_seeds: N > 1 trains N independent agents (seeds
             ``random_seed`` .. ``random_seed + N - 1``) in one compiled
             graph (``alf_rl.trainers.population_run``: PPO on a
-            ``suite_tf`` environment; summaries under ``seed_<seed>/``).
+            ``suite_tf`` or MinAtar environment; summaries under
+            ``seed_<seed>/``).
         replay: a ``ReplayConfig`` (None: from the settings given by name).
         evaluation: an ``EvaluationConfig`` (likewise).
         checkpoint: a ``CheckpointConfig`` (likewise).

@@ -1,7 +1,8 @@
 """Trains a population of P seeds' agents in one compiled call per iteration.
 
 ``PopulationTrainer`` runs ``PopulationPPO`` on P seeds' ``suite_tf``
-environments (``environments.population``): one iteration collects
+environments or MinAtar games (``environments.population``; observations
+are flattened to float32 vectors for the MLPs): one iteration collects
 ``unroll_length`` steps of B environments per seed and runs ``num_epochs``
 passes of shuffled mini-batches, all inside one ``tf.function`` (XLA with
 ``jit_compile=True``, off by default). Agent k owns its weights, its slice
@@ -16,12 +17,17 @@ continues exactly.
 """
 
 import functools
+import math
 import os
-from typing import Any, Callable, Dict, Optional, Sequence
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
-from alf_rl.algorithms.population_ppo import PopulationBatch, PopulationPPO
+from alf_rl.algorithms.population_ppo import (
+    STAT_NAMES,
+    PopulationBatch,
+    PopulationPPO,
+)
 from alf_rl.data_structures import StepType
 from alf_rl.environments import population
 from alf_rl.environments.suite_tf import stateless_uniform
@@ -38,8 +44,9 @@ class PopulationTrainer(tf.Module):
 
     Args:
         seeds: P distinct int seeds.
-        env_name: a ``suite_tf`` environment with discrete actions and flat
-            observations (e.g. ``'CartPole-v1'``).
+        env_name: a ``suite_tf`` environment with discrete actions (e.g.
+            ``'CartPole-v1'``, ``'MinAtar/Breakout-v1'``); observations of
+            any shape are flattened to float32 vectors.
         num_envs: B, environments per seed.
         unroll_length: T, steps collected per environment per iteration.
         mini_batch_size: rows per agent per mini-batch; must divide T * B.
@@ -52,6 +59,11 @@ class PopulationTrainer(tf.Module):
             ``ppo_tf_cart_pole``'s sizes) and compiled for minutes.
         root_dir: where ``train`` writes ``train/`` summaries and ``ckpt/``
             checkpoints (and restores from); ``None`` for neither.
+        max_episode_steps: the environments' time limit, as
+            ``population.load`` (``None``: the environment's own).
+        env_options: more ``population.load`` arguments (a MinAtar game's
+            ``sticky_action_prob`` and ``difficulty_ramping``).
+        checkpoint_max_to_keep: newest checkpoints kept under ``ckpt/``.
     """
 
     def __init__(
@@ -65,6 +77,9 @@ class PopulationTrainer(tf.Module):
         algorithm_ctor: Callable[..., PopulationPPO] = PopulationPPO,
         jit_compile: bool = False,
         root_dir: Optional[str] = None,
+        max_episode_steps: Optional[int] = None,
+        env_options: Optional[Mapping[str, Any]] = None,
+        checkpoint_max_to_keep: int = 3,
     ):
         super().__init__(name='PopulationTrainer')
         rows = unroll_length * num_envs
@@ -75,23 +90,15 @@ class PopulationTrainer(tf.Module):
                 % (rows, mini_batch_size)
             )
         self.seeds = tuple(seeds)
-        self.env = population.load(env_name, self.seeds, num_envs)
-        spec = self.env.action_spec()
-        if (
-            spec.dtype.is_floating
-            or self.env.observation_spec().shape.rank != 1
-        ):
-            raise ValueError(
-                'PopulationTrainer: env_name must have discrete actions and '
-                'flat observations, got %r' % (env_name,)
-            )
-        num_actions = int(spec.maximum) - int(spec.minimum) + 1
-        obs_size = self.env.observation_spec().shape[0]
+        self.env, obs_size, num_actions = _load_environment(
+            env_name, self.seeds, num_envs, max_episode_steps, env_options
+        )
         self.algorithm = algorithm_ctor(self.seeds, obs_size, num_actions)
         self._shape = (len(self.seeds), num_envs, unroll_length)
         self._mini_batch_size = mini_batch_size
         self._num_epochs = num_epochs
         self._root_dir = root_dir
+        self._max_to_keep = checkpoint_max_to_keep
         self._init_state()
         self._iterate = tf.function(self._iteration, jit_compile=jit_compile)
 
@@ -112,18 +119,7 @@ class PopulationTrainer(tf.Module):
     def _noise(self, shape: Sequence[int], stream: int) -> tf.Tensor:
         """[P, *shape] uniform floats in (0, 1), row k from seed k's stream
         ``stream + iteration``."""
-        counter = stream + self.iteration
-        return tf.stack(
-            [
-                stateless_uniform(
-                    shape,
-                    tf.stack([tf.constant(s % 2**63, tf.int64), counter]),
-                    2.0**-25,
-                    1.0,
-                )
-                for s in self.seeds
-            ]
-        )
+        return _seed_noise(self.seeds, shape, stream + self.iteration)
 
     def _collect_step(self, uniform: tf.Tensor) -> Dict[str, tf.Tensor]:
         """One step of every environment; returns its [P, B, ...] record.
@@ -132,7 +128,8 @@ class PopulationTrainer(tf.Module):
             uniform: [P, B, A] float32 noise of the action draws.
         """
         p, b, _ = self._shape
-        obs = tf.reshape(self._observation, [p, b, -1])
+        # MinAtar's [10, 10, C] bool frames become float vectors.
+        obs = tf.reshape(tf.cast(self._observation, tf.float32), [p, b, -1])
         action, log_prob, value = self.algorithm.sample(obs, uniform)
         step_type = self._step_type.value()
         episode_return = tf.where(
@@ -216,6 +213,7 @@ class PopulationTrainer(tf.Module):
             observation=rows(flat['observation']),
             action=rows(flat['action']),
             log_prob=rows(flat['log_prob']),
+            value=rows(flat['value']),
             advantages=rows(advantages),
             returns=rows(returns),
             mask=rows(mask),
@@ -230,10 +228,7 @@ class PopulationTrainer(tf.Module):
             self._noise([self._num_epochs, rows], _SHUFFLE_STREAM)
         )
         orders = tf.reshape(orders, [p, self._num_epochs * rows])
-        stats = {
-            k: tf.zeros([p])
-            for k in ('loss', 'pg_loss', 'td_loss', 'grad_norm')
-        }
+        stats = {k: tf.zeros([p]) for k in STAT_NAMES}
         for u in tf.range(self._num_epochs * per_epoch):
             index = orders[:, u * size : (u + 1) * size]
             mini = tf.nest.map_structure(
@@ -263,7 +258,8 @@ class PopulationTrainer(tf.Module):
 
         Returns:
             dict of [P] numpy arrays: ``loss``, ``pg_loss``, ``td_loss``,
-            ``grad_norm`` of the iteration's last update, and
+            ``neg_entropy``, ``grad_norm`` of the iteration's last update,
+            and
             ``average_return`` (the mean return of the episodes that ended
             in this iteration; the previous value if none did).
         """
@@ -306,7 +302,7 @@ class PopulationTrainer(tf.Module):
             manager = tf.train.CheckpointManager(
                 tf.train.Checkpoint(trainer=self),
                 os.path.join(self._root_dir, 'ckpt'),
-                max_to_keep=3,
+                max_to_keep=self._max_to_keep,
             )
             if manager.latest_checkpoint:
                 manager.checkpoint.restore(manager.latest_checkpoint)
@@ -335,6 +331,50 @@ class PopulationTrainer(tf.Module):
         return stats
 
 
+def _load_environment(
+    env_name: str,
+    seeds: Sequence[int],
+    num_envs: int,
+    max_episode_steps: Optional[int],
+    env_options: Optional[Mapping[str, Any]],
+) -> Tuple[Any, int, int]:
+    """The population's environment (``population.load``), the size d of
+    its flattened observation and its number of actions A.
+
+    Raises:
+        ValueError: one line for an environment without discrete actions.
+    """
+    env = population.load(
+        env_name, seeds, num_envs, max_episode_steps, **dict(env_options or {})
+    )
+    spec = env.action_spec()
+    if spec.dtype.is_floating or spec.shape.rank != 0:
+        raise ValueError(
+            'PopulationTrainer: env_name must have discrete actions (one '
+            'int per step), got %r with action_spec %s' % (env_name, spec)
+        )
+    num_actions = int(spec.maximum) - int(spec.minimum) + 1
+    return env, math.prod(env.observation_spec().shape.as_list()), num_actions
+
+
+def _seed_noise(
+    seeds: Sequence[int], shape: Sequence[int], counter: tf.Tensor
+) -> tf.Tensor:
+    """[P, *shape] uniform float32 in (0, 1): row k from the stateless seed
+    ``[seeds[k], counter]`` (counter: int64 scalar)."""
+    return tf.stack(
+        [
+            stateless_uniform(
+                shape,
+                tf.stack([tf.constant(s % 2**63, tf.int64), counter]),
+                2.0**-25,
+                1.0,
+            )
+            for s in seeds
+        ]
+    )
+
+
 def write_summaries(
     writer: Any,
     seeds: Sequence[int],
@@ -359,6 +399,6 @@ def write_summaries(
             )
             tf.summary.scalar(tag + 'Metrics/NumberOfEpisodes', episodes[k])
             tf.summary.scalar(tag + 'Metrics/EnvironmentSteps', step)
-            for name in ('loss', 'pg_loss', 'td_loss', 'grad_norm'):
+            for name in STAT_NAMES:
                 tf.summary.scalar(tag + 'loss/' + name, stats[name][k])
     writer.flush()

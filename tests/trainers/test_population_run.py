@@ -1,12 +1,18 @@
 """``TrainerConfig.num_seeds``: a gin-configured run as one population."""
 
+import contextlib
 import os
+from typing import Iterator
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from alf_rl.bin.train import train
+from alf_rl.runs.gin_files import parse_gin
+from alf_rl.trainers.config import TrainerConfig
+from alf_rl.trainers.gin_scope import own_gin_config
+from alf_rl.trainers.population_run import population_settings
 from alf_rl.trainers.population_trainer import PopulationTrainer
 
 _GIN = 'examples/ppo_tf_cart_pole.gin'
@@ -23,6 +29,20 @@ _PARAMS = [
     'TrainerConfig.summary_interval=1',
     'TrainerConfig.num_env_steps=0',
 ]
+
+
+@contextlib.contextmanager
+def _parsed(files: list, bindings: list, root: str) -> Iterator[None]:
+    """The gin configuration of ``files`` and ``bindings`` while inside
+    (the caller's is back after)."""
+    with own_gin_config():
+        parse_gin(files, bindings, root_dir=root)
+        yield
+
+
+def _config() -> TrainerConfig:
+    """The ``TrainerConfig`` the current gin configuration builds."""
+    return TrainerConfig()
 
 
 def _tags(root: str) -> set:
@@ -74,8 +94,27 @@ def test_num_seeds_trains_the_population_and_resumes_exactly(tmp_path):
     'param, named',
     [
         ("create_environment.backend='gym'", "backend='gym'"),
-        ('PPOLoss.entropy_regularization=0.01', 'entropy_regularization'),
-        ('TrainerConfig.evaluate=True', 'evaluate=True'),
+        ('TrainerConfig.evaluate=True', 'TrainerConfig.evaluate=True'),
+        (
+            'TrainerConfig.algorithm_ctor=@ActorCriticAlgorithm',
+            'algorithm_ctor=@ActorCriticAlgorithm (expected @PPOAlgorithm)',
+        ),
+        # Bindings of parameters the population does not implement.
+        ('PPOLoss.advantage_clip=1.0', 'PPOLoss.advantage_clip=1.0'),
+        ('LegacyAdam.beta_1=0.8', 'LegacyAdam.beta_1=0.8'),
+        ('LegacyAdam.clipnorm=1.0', 'LegacyAdam.clipnorm=1.0'),
+        ('PPOAlgorithm.target_kl=0.01', 'PPOAlgorithm.target_kl=0.01'),
+        ('PPOAlgorithm.reward_clip_value=1.0', 'reward_clip_value=1.0'),
+        (
+            'ActorDistributionNetwork.conv_layer_params=((4, 3, 1),)',
+            'ActorDistributionNetwork.conv_layer_params=((4, 3, 1),)',
+        ),
+        ('create_environment.seed=5', 'create_environment.seed=5'),
+        ('TrainerConfig.initial_collect_steps=8', 'initial_collect_steps=8'),
+        ('TrainerConfig.clear_replay_buffer=False', 'clear_replay_buffer'),
+        ('TrainerConfig.use_tf_functions=False', 'use_tf_functions=False'),
+        ('PPOAlgorithm.clip_by_global_norm=False', 'clip_by_global_norm'),
+        ('ValueNetwork.fc_layer_params=(32,)', 'ValueNetwork [(32,)'),
     ],
 )
 def test_num_seeds_refuses_what_it_cannot_train(tmp_path, param, named):
@@ -94,3 +133,60 @@ def test_num_seeds_refuses_the_default_gym_backend(tmp_path):
     params = _PARAMS + [_ONE, 'TrainerConfig.evaluate=False']
     with pytest.raises(ValueError, match="backend=.gym. .expected 'tf'"):
         train(str(tmp_path), ['examples/ppo_cart_pole.gin'], params)
+
+
+def test_num_seeds_reads_every_option_of_the_minatar_example(tmp_path):
+    # ppo_minatar_breakout.gin as it is: entropy bonus, value clipping,
+    # sticky actions, the time limit; nothing refused or dropped.
+    with _parsed(
+        ['examples/ppo_minatar_breakout.gin'],
+        [
+            'TrainerConfig.num_seeds=3',
+            'suite_minatar.load.difficulty_ramping=False',
+        ],
+        str(tmp_path),
+    ):
+        trainer, ppo = population_settings(_config())
+    assert ppo == dict(
+        gamma=0.999,
+        td_lambda=0.95,
+        importance_ratio_clipping=0.2,
+        normalize_advantages=True,
+        td_loss_weight=0.5,
+        entropy_regularization=0.01,
+        value_clipping=0.2,
+        gradient_clipping=0.5,
+        learning_rate=5e-4,
+        adam_epsilon=1e-5,
+        hidden_layers=(256, 256),
+        activation='relu',
+    )
+    assert trainer['seeds'] == [0, 1, 2]
+    assert trainer['env_name'] == 'MinAtar/Breakout-v1'
+    assert (trainer['num_envs'], trainer['unroll_length']) == (64, 128)
+    assert (trainer['mini_batch_size'], trainer['num_epochs']) == (1024, 4)
+    assert trainer['max_episode_steps'] == 1000
+    assert trainer['env_options'] == dict(
+        sticky_action_prob=0.1, difficulty_ramping=False
+    )
+
+
+def test_num_seeds_trains_a_minatar_game(tmp_path):
+    params = [
+        'TrainerConfig.num_seeds=2',
+        'TrainerConfig.num_iterations=1',
+        'TrainerConfig.num_env_steps=0',
+        'create_environment.num_parallel_environments=4',
+        'TrainerConfig.unroll_length=8',
+        'TrainerConfig.mini_batch_size=16',
+        'TrainerConfig.num_updates_per_train_step=1',
+        'TrainerConfig.summary_interval=1',
+    ]
+    result = train(
+        str(tmp_path), ['examples/ppo_minatar_breakout.gin'], params
+    )
+    assert result['iterations'] == 1 and result['num_seeds'] == 2
+    assert result['Metrics/EnvironmentSteps'] == 4 * 8
+    assert {'seed_0/loss/neg_entropy', 'seed_1/loss/td_loss'} <= _tags(
+        str(tmp_path)
+    )

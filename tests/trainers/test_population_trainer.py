@@ -5,6 +5,7 @@ iteration takes tens of seconds on a loaded 2-core machine, and the
 population axis is the same either way.
 """
 
+import functools
 import os
 
 import numpy as np
@@ -12,10 +13,11 @@ import pytest
 import tensorflow as tf
 
 from alf_rl.algorithms.population_ppo import (
+    PopulationPPO,
     clip_per_member,
     per_member_normalize,
 )
-from alf_rl.environments import population, suite_tf
+from alf_rl.environments import population, suite_minatar, suite_tf
 from alf_rl.networks.population_network import PopulationMLP
 from alf_rl.trainers.population_trainer import PopulationTrainer
 
@@ -53,6 +55,40 @@ def test_three_seeds_equal_three_single_seed_runs() -> None:
         for a, b in zip(_weights(pop, k), _weights(one, 0)):
             np.testing.assert_allclose(a, b, atol=_ATOL)
         for name in ('loss', 'average_return', 'grad_norm'):
+            np.testing.assert_allclose(
+                stats[name][k], one_stats[name][0], rtol=1e-4, atol=_ATOL
+            )
+        np.testing.assert_array_equal(
+            pop.num_episodes.numpy()[k], one.num_episodes.numpy()[0]
+        )
+
+
+def test_minatar_options_seeds_equal_one_seed_runs() -> None:
+    # ppo_minatar_breakout.gin's entropy bonus and value clipping, on its
+    # game with sticky actions and a time limit.
+    kw = dict(
+        _KW,
+        env_name='MinAtar/Breakout-v1',
+        max_episode_steps=6,
+        env_options=dict(sticky_action_prob=0.3),
+        algorithm_ctor=functools.partial(
+            PopulationPPO, entropy_regularization=0.01, value_clipping=0.2
+        ),
+    )
+    seeds = [2, 5]
+    pop = PopulationTrainer(seeds, **kw)
+    for _ in range(2):
+        stats = pop.run_iteration()
+    assert np.all(stats['neg_entropy'] < 0)
+    assert np.all(pop.num_episodes.numpy() > 0)
+    assert not np.allclose(_weights(pop, 0)[0], _weights(pop, 1)[0])
+    for k, seed in enumerate(seeds):
+        one = PopulationTrainer([seed], **kw)
+        for _ in range(2):
+            one_stats = one.run_iteration()
+        for a, b in zip(_weights(pop, k), _weights(one, 0)):
+            np.testing.assert_allclose(a, b, atol=_ATOL)
+        for name in ('loss', 'neg_entropy', 'td_loss', 'grad_norm'):
             np.testing.assert_allclose(
                 stats[name][k], one_stats[name][0], rtol=1e-4, atol=_ATOL
             )
@@ -152,3 +188,46 @@ def test_bad_arguments_rejected() -> None:
             unroll_length=4,
             mini_batch_size=8,
         )
+
+
+@pytest.mark.parametrize('sticky', [0.5, 0.0])
+def test_population_minatar_rows_equal_suite_minatar_seeded_games(
+    sticky: float,
+) -> None:
+    name = 'MinAtar/Breakout-v1'
+    env = population.load(
+        name, [5, 9], 3, max_episode_steps=7, sticky_action_prob=sticky
+    )
+    refs = [
+        suite_minatar.load(
+            name, 3, seed=s, max_episode_steps=7, sticky_action_prob=sticky
+        )
+        for s in (5, 9)
+    ]
+    first = env.reset()
+    for k, ref in enumerate(refs):
+        np.testing.assert_array_equal(
+            first.observation.numpy()[3 * k : 3 * k + 3],
+            ref.reset().observation,
+        )
+    actions = np.random.RandomState(0).randint(0, 3, size=(20, 6))
+    kinds, differs = set(), False
+    for t in range(20):
+        step = env.step(tf.constant(actions[t], tf.int64))
+        kinds.update(step.step_type.numpy().tolist())
+        obs = step.observation.numpy()
+        differs = differs or not np.array_equal(obs[:3], obs[3:])
+        for k, ref in enumerate(refs):
+            ref_step = ref.step(
+                tf.constant(actions[t, 3 * k : 3 * k + 3], tf.int64)
+            )
+            for field in ('observation', 'step_type', 'reward', 'discount'):
+                np.testing.assert_array_equal(
+                    getattr(step, field).numpy()[3 * k : 3 * k + 3],
+                    getattr(ref_step, field),
+                )
+    # The time limit of 7 steps truncated episodes (LAST, then FIRST).
+    assert kinds == {0, 1, 2}
+    # Distinct seeds: distinct games.
+    assert differs
+    assert first.observation.shape == (6, 10, 10, 4)
