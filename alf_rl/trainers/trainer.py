@@ -53,6 +53,7 @@ from alf_rl.trainers.run_modules import write_run_modules
 from alf_rl.trainers.run_setup import BuiltRun, build_run
 from alf_rl.trainers.summaries import RunSummaries
 from alf_rl.utils.stop_request import WaitCancelled, announce_stop, clear_stop
+from alf_rl.utils.traced_memory import release_traced_bijector_cache
 
 #: The per-episode averages among the standard metrics, by name: what
 #: ``alf-train``'s closing line leaves out while no episode has ended.
@@ -210,10 +211,13 @@ class Trainer(object):
         return self._evaluator.evaluate()
 
     def close(self) -> None:
-        """Closes the environments (also those passed in)."""
+        """Closes the environments (also those passed in) and releases
+        what the run's traced graphs left in TFP's global bijector cache
+        (``release_traced_bijector_cache``)."""
         self._env.close()
         if self._evaluator is not None:
             self._evaluator.close()
+        release_traced_bijector_cache()
 
     # ------------------------------------------------------------ main loop
     def train(self, callbacks: Sequence[TrainingCallback] = ()
