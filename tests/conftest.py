@@ -11,6 +11,10 @@ os.environ.setdefault('RAY_USAGE_STATS_ENABLED', '0')
 # alf-train subprocesses: no persistent XLA cache shared between tests.
 os.environ.setdefault('ALF_RL_XLA_CACHE', 'off')
 
+# TensorFlow's start-up notices print before TF_CPP_MIN_LOG_LEVEL applies:
+# alf_rl's import hook drops them, also when a conftest or test module
+# imports tensorflow before alf_rl.
+import alf_rl  # noqa: E402,F401
 import gin  # noqa: E402
 import pytest  # noqa: E402
 
