@@ -26,6 +26,13 @@ Two steps, so that no figure in the table is typed by hand:
    resumed run (each restarts that clock); without that scalar, the time
    from the first to the last write of the metric (``wall_from`` says
    which). Collecting again under the same name replaces the record.
+   A population run (``TrainerConfig.num_seeds = N`` > 1 in its
+   ``config.gin``: N seeds trained in one graph, docs/training.md) gives
+   one entry per seed, read from its ``RUN/train`` scalars
+   ``seed_<k>/Metrics/<metric>`` (step = env steps per seed; it writes
+   training episodes only, so ``--source train``); each entry's wall
+   seconds are the whole population's (``population_run_secs``) and its
+   ``population`` is N.
    With ``--threshold X`` the record also holds, per run, where the metric
    first reached X: ``to_threshold = {env_steps, wall_secs}`` (the env
    steps of that point and the training-loop seconds until it was
@@ -45,7 +52,8 @@ Two steps, so that no figure in the table is typed by hand:
    digits; a range when the seeds differ), seeds, metric (and its source),
    score (the mean over seeds of the final value with its 95% percentile-
    bootstrap interval, ``alf_rl.utils.stats.bootstrap_ci``, and the value
-   of each seed, when there are >= 2 seeds), wall time (mean per run),
+   of each seed, when there are >= 2 seeds), wall time (mean per run; for
+   a population run the whole run's, ``(N seeds per run)``),
    to threshold (for records collected with ``--threshold``: per seed the
    env steps and wall time to the threshold, ``not reached`` when it was
    not, and their median env steps; else ``-``) and reference (as given to
@@ -62,8 +70,9 @@ given points of a long run (e.g. Atari's game score at 1M and 2M steps)::
     python benchmarks/benchmark_table.py points --metric GameScore \
         --source train --at 1M,2M ~/runs/pong_ppo
 
-It prints a markdown table, a row per run: its seed, the value at each
-``--at`` step (the last point at or before it, within 1%, with that
+It prints a markdown table, a row per run (per seed of a population run,
+``RUN/seed_<k>``, with the whole run's wall time): its seed, the value at
+each ``--at`` step (the last point at or before it, within 1%, with that
 point's step; ``not yet`` when the run has not reached the step), the
 last point and the wall time so far.
 
@@ -103,6 +112,9 @@ _TAG_PREFIX = 'Metrics_vs_EnvironmentSteps/'
 _ELAPSED_TAG = 'time/elapsed_secs'
 _SEED_LINE = re.compile(r'^\s*TrainerConfig\.random_seed\s*=\s*(-?\d+)\s*$',
                         re.MULTILINE)
+_NUM_SEEDS_LINE = re.compile(
+    r'^\s*TrainerConfig\.num_seeds\s*=\s*(\d+)\s*$', re.MULTILINE)
+_POPULATION_TAG = re.compile(r'^seed_(-?\d+)/Metrics/(.+)$')
 _BUDGET_LINE = re.compile(
     r'^\s*TrainerConfig\.num_env_steps\s*=\s*([0-9.eE+_]+)\s*$', re.MULTILINE)
 # A run whose last point is this close to its planned env steps finished.
@@ -170,6 +182,47 @@ def read_planned_steps(run_dir: str) -> Optional[int]:
     return steps or None
 
 
+def read_num_seeds(run_dir: str) -> int:
+    """The seeds a run trained together: ``TrainerConfig.num_seeds = N``
+    in ``run_dir/config.gin`` (N > 1: a population run, whose train/
+    events hold ``seed_<k>/Metrics/...`` per seed).
+
+    Args:
+        run_dir: an ``alf-train`` root dir.
+    Returns:
+        N, or 1 when there is no such file or line.
+    """
+    try:
+        with open(os.path.join(run_dir, 'config.gin')) as f:
+            match = _NUM_SEEDS_LINE.search(f.read())
+    except OSError:
+        return 1
+    return int(match.group(1)) if match else 1
+
+
+def _event_dir(run_dir: str, source: str) -> str:
+    """``run_dir/source``; ``UsageError`` when ``run_dir`` is not a
+    directory or that one has no event files."""
+    if not os.path.isdir(run_dir):
+        raise UsageError('run dir %s: not a directory' % run_dir)
+    event_dir = os.path.join(run_dir, source)
+    if not glob.glob(os.path.join(event_dir, 'events.*')):
+        raise UsageError(
+            '%s: no TensorBoard event files (--source %s; is %s a root dir '
+            'written by alf-train?)' % (event_dir, source, run_dir))
+    return event_dir
+
+
+def _check_finite(curve: Sequence[Tuple[int, float]], event_dir: str,
+                  tag: str) -> None:
+    """``UsageError`` naming the first value of ``curve`` that is not a
+    finite number."""
+    bad = [(s, v) for s, v in curve if not math.isfinite(v)]
+    if bad:
+        raise UsageError('%s: %s is %r at env step %d (not a finite number)'
+                         % (event_dir, tag, bad[0][1], bad[0][0]))
+
+
 def read_metric_curve(run_dir: str, metric: str,
                       source: str) -> List[Tuple[int, float]]:
     """The curve of ``Metrics_vs_EnvironmentSteps/<metric>`` of a run.
@@ -185,13 +238,7 @@ def read_metric_curve(run_dir: str, metric: str,
         UsageError: no such directory, no event files there, no such
             scalar, or a value that is not finite.
     """
-    if not os.path.isdir(run_dir):
-        raise UsageError('run dir %s: not a directory' % run_dir)
-    event_dir = os.path.join(run_dir, source)
-    if not glob.glob(os.path.join(event_dir, 'events.*')):
-        raise UsageError(
-            '%s: no TensorBoard event files (--source %s; is %s a root dir '
-            'written by alf-train?)' % (event_dir, source, run_dir))
+    event_dir = _event_dir(run_dir, source)
     tag = _TAG_PREFIX + metric
     curve = read_curve(event_dir, tag)
     if not curve:
@@ -200,10 +247,7 @@ def read_metric_curve(run_dir: str, metric: str,
         raise UsageError('%s: no scalar %s (--metric %s; metrics there: %s)'
                          % (event_dir, tag, metric,
                             ', '.join(found) or 'none'))
-    bad = [(s, v) for s, v in curve if not math.isfinite(v)]
-    if bad:
-        raise UsageError('%s: %s is %r at env step %d (not a finite number)'
-                         % (event_dir, tag, bad[0][1], bad[0][0]))
+    _check_finite(curve, event_dir, tag)
     return curve
 
 
@@ -325,24 +369,148 @@ def read_run(run_dir: str, metric: str, source: str,
                                   'Metrics/' + metric)
         if by_iteration:
             curve, iterations = by_iteration, by_iteration[-1][0]
-    wall_secs, wall_from = training_wall_secs(run_dir, metric, source)
-    path = os.path.abspath(run_dir)
-    home = os.path.expanduser('~')
-    if path.startswith(home + os.sep):
-        path = '~' + path[len(home):]
-    entry = {'seed': read_seed(run_dir), 'run_dir': path,
-             'final': curve[-1][1], 'best': max(v for _, v in curve),
-             'env_steps': 0 if iterations else curve[-1][0],
-             'planned_env_steps': read_planned_steps(run_dir),
-             'wall_secs': wall_secs,
-             'wall_from': wall_from, 'num_points': len(curve),
-             'curve': thin_curve(curve)}
+    entry = _entry(run_dir, read_seed(run_dir), curve,
+                   *training_wall_secs(run_dir, metric, source))
     if iterations:
+        entry['env_steps'] = 0
         entry['iterations'] = iterations
     if threshold is not None:
         entry['to_threshold'] = time_to_threshold(run_dir, metric, source,
                                                   threshold)
     return entry
+
+
+def _entry(run_dir: str, seed: Optional[int],
+           curve: Sequence[Tuple[int, float]], wall_secs: float,
+           wall_from: str) -> Dict[str, Any]:
+    """A seed's entry (see ``read_run``) from its curve and wall time."""
+    path = os.path.abspath(run_dir)
+    home = os.path.expanduser('~')
+    if path.startswith(home + os.sep):
+        path = '~' + path[len(home):]
+    return {'seed': seed, 'run_dir': path,
+            'final': curve[-1][1], 'best': max(v for _, v in curve),
+            'env_steps': curve[-1][0],
+            'planned_env_steps': read_planned_steps(run_dir),
+            'wall_secs': wall_secs,
+            'wall_from': wall_from, 'num_points': len(curve),
+            'curve': thin_curve(curve)}
+
+
+def _population_metric(tag: str) -> Optional[str]:
+    """``<metric>`` of a tag ``seed_<k>/Metrics/<metric>``; else None."""
+    match = _POPULATION_TAG.match(tag)
+    return match.group(2) if match else None
+
+
+def population_seeds(run_dir: str, metric: str) -> List[int]:
+    """The seeds of a population run that have ``seed_<k>/Metrics/<metric>``
+    in ``run_dir/train``, ascending.
+
+    Raises:
+        UsageError: no event files, or no seed has the metric.
+    """
+    event_dir = _event_dir(run_dir, 'train')
+    seeds, found = set(), set()
+    for tag in scalar_tags(event_dir, 'seed_'):
+        match = _POPULATION_TAG.match(tag)
+        if match:
+            found.add(match.group(2))
+            if match.group(2) == metric:
+                seeds.add(int(match.group(1)))
+    if not seeds:
+        raise UsageError(
+            '%s: no scalar seed_<k>/Metrics/%s (--metric %s; a population '
+            'run, TrainerConfig.num_seeds = %d; metrics there: %s)' % (
+                event_dir, metric, metric, read_num_seeds(run_dir),
+                ', '.join(sorted(found)) or 'none'))
+    return sorted(seeds)
+
+
+def population_run_secs(run_dir: str, metric: str,
+                        until: Optional[float] = None) -> float:
+    """The wall seconds of a population run's training loop.
+
+    Per process (one event file of ``run_dir/train`` each: its writer is
+    made when training starts, after the checkpoint is restored) the time
+    from the file's first event to its last write of a seed's
+    ``seed_<k>/Metrics/<metric>``, summed. The population writes no
+    ``time/elapsed_secs``; the first event's wall time is whole seconds.
+
+    Args:
+        run_dir: a population run's root dir.
+        metric: e.g. ``'AverageReturn'``.
+        until: the seconds up to this wall time (the files begun by then,
+            each up to its last write at or before it); None: all.
+    Returns:
+        The seconds (float).
+    """
+    import tensorflow as tf
+    limit = math.inf if until is None else until
+    total = 0.0
+    for path in glob.glob(os.path.join(run_dir, 'train', 'events.*')):
+        first = last = None
+        for event in tf.compat.v1.train.summary_iterator(path):
+            if first is None:
+                first = event.wall_time
+            if event.wall_time <= limit and any(
+                    _population_metric(v.tag) == metric
+                    for v in event.summary.value):
+                last = event.wall_time  # a file's events are in time order
+        if first is not None and last is not None:
+            total += last - first
+    return total
+
+
+def read_population_run(run_dir: str, metric: str, source: str,
+                        threshold: Optional[float] = None
+                        ) -> List[Dict[str, Any]]:
+    """A population run's entries, one per seed (ascending).
+
+    Args:
+        run_dir: the root dir of an ``alf-train`` run with
+            ``TrainerConfig.num_seeds`` > 1.
+        metric: e.g. ``'AverageReturn'``.
+        source: must be ``'train'`` (the population has no evaluation).
+        threshold: when given, each entry's ``to_threshold``: the env
+            steps of the seed's first value >= it and the population's
+            training-loop seconds until that write.
+    Returns:
+        ``read_run``'s entries, each with ``population`` (the number of
+        seeds in the run) and the whole run's ``wall_secs``
+        (``population_run_secs``; ``wall_from`` says so).
+    Raises:
+        UsageError: ``--source eval``, no event files, no such metric, or
+            a value that is not finite.
+    """
+    if source != 'train':
+        raise UsageError(
+            'run dir %s: a population run (TrainerConfig.num_seeds = %d) '
+            'writes training episodes only: use --source train' %
+            (run_dir, read_num_seeds(run_dir)))
+    seeds = population_seeds(run_dir, metric)
+    event_dir = os.path.join(run_dir, 'train')
+    wall_secs = population_run_secs(run_dir, metric)
+    entries = []
+    for seed in seeds:
+        tag = 'seed_%d/Metrics/%s' % (seed, metric)
+        curve = read_curve(event_dir, tag)
+        _check_finite(curve, event_dir, tag)
+        entry = _entry(run_dir, seed, curve, wall_secs,
+                       'population event-file spans')
+        entry['population'] = len(seeds)
+        if threshold is not None:
+            hits = [(wall, step) for wall, step, value in
+                    read_scalar_events(event_dir, tag) if value >= threshold]
+            entry['to_threshold'] = None
+            if hits:
+                wall, step = hits[0]
+                entry['to_threshold'] = {
+                    'env_steps': int(step),
+                    'wall_secs': population_run_secs(run_dir, metric,
+                                                     until=wall)}
+        entries.append(entry)
+    return entries
 
 
 def _repo_relative(gin: str) -> str:
@@ -377,17 +545,22 @@ def _check_collect_args(args: argparse.Namespace) -> None:
 
 def _check_seeds(run_dirs: Sequence[str]) -> None:
     """Raises ``UsageError`` when two runs have the same (known) seed:
-    they are not independent samples."""
+    they are not independent samples. A population run (``num_seeds`` N)
+    has seeds ``random_seed`` .. ``random_seed + N - 1``."""
     by_seed = {}
     for run_dir in run_dirs:
-        seed = read_seed(run_dir)
-        if seed is None:
+        first = read_seed(run_dir)
+        if first is None:
             continue
-        if seed in by_seed:
-            raise UsageError(
-                'run dirs %s and %s: both have TrainerConfig.random_seed = '
-                '%d (one run dir per seed)' % (by_seed[seed], run_dir, seed))
-        by_seed[seed] = run_dir
+        count = read_num_seeds(run_dir)
+        for seed in range(first, first + count):
+            if seed in by_seed:
+                raise UsageError(
+                    'run dirs %s and %s: both train seed %d (the latter has '
+                    'TrainerConfig.random_seed = %d, num_seeds = %d; one '
+                    'run dir per seed)' % (by_seed[seed], run_dir, seed,
+                                           first, count))
+            by_seed[seed] = run_dir
 
 
 def collect(args: argparse.Namespace) -> Dict[str, Any]:
@@ -407,12 +580,21 @@ def collect(args: argparse.Namespace) -> Dict[str, Any]:
     _check_seeds(args.run_dirs)
     from alf_rl.bin.quiet import import_tensorflow
     import_tensorflow(start_runtime=False)
-    seeds = [read_run(d, args.metric, args.source, args.threshold)
-             for d in args.run_dirs]
+    seeds = []
+    for d in args.run_dirs:
+        if read_num_seeds(d) > 1:
+            seeds += read_population_run(d, args.metric, args.source,
+                                         args.threshold)
+        else:
+            seeds.append(read_run(d, args.metric, args.source,
+                                  args.threshold))
     seeds.sort(key=lambda e: (e['seed'] is None, e['seed'] or 0))
+    tag = _TAG_PREFIX + args.metric
+    if all(s.get('population') for s in seeds):
+        tag = 'seed_<k>/Metrics/' + args.metric
     record = {'format': RECORD_FORMAT, 'name': args.name, 'task': args.task,
               'algorithm': args.algorithm, 'gin': gin,
-              'metric': args.metric, 'tag': _TAG_PREFIX + args.metric,
+              'metric': args.metric, 'tag': tag,
               'source': args.source,
               'source_description': SOURCES[args.source],
               'reference': args.reference, 'seeds': seeds}
@@ -627,6 +809,23 @@ def threshold_cell(record: Dict[str, Any]) -> str:
         format_steps(median) if math.isfinite(median) else 'not reached')
 
 
+def wall_cell(seeds: Sequence[Dict[str, Any]]) -> str:
+    """The wall-time column: the mean of the seeds' ``wall_secs``; when
+    seeds were trained together (population runs, ``population`` N), the
+    whole run's time, followed by ``(N seeds per run)``.
+
+    Args:
+        seeds: the record's seed entries.
+    Returns:
+        E.g. ``'28 min'`` or ``'59 min (3 seeds per run)'``.
+    """
+    cell = format_duration(sum(s['wall_secs'] for s in seeds) / len(seeds))
+    sizes = sorted({s.get('population') or 1 for s in seeds})
+    if sizes != [1]:
+        cell += ' (%s seeds per run)' % '/'.join(str(n) for n in sizes)
+    return cell
+
+
 def table_row(record: Dict[str, Any], link_dir: str) -> str:
     """One record as a markdown table row.
 
@@ -644,10 +843,8 @@ def table_row(record: Dict[str, Any], link_dir: str) -> str:
         os.path.basename(record['gin']), link),
              budget_cell(seeds, record.get('threshold')), str(len(seeds)),
              '%s (%s)' % (record['metric'], record['source']),
-             score_cell([s['final'] for s in seeds]),
-             format_duration(sum(s['wall_secs'] for s in seeds) /
-                             len(seeds)), threshold_cell(record),
-             record['reference']]
+             score_cell([s['final'] for s in seeds]), wall_cell(seeds),
+             threshold_cell(record), record['reference']]
     return '| ' + ' | '.join(_cell(c) for c in cells) + ' |'
 
 
@@ -772,15 +969,23 @@ def points_table(run_dirs: Sequence[str], metric: str, source: str,
              '| --- | --- | %s | --- | --- |' % ' | '.join('---'
                                                          for _ in steps)]
     for run_dir in run_dirs:
-        curve = read_metric_curve(run_dir, metric, source)
-        wall, _ = training_wall_secs(run_dir, metric, source)
-        seed = read_seed(run_dir)
-        lines.append('| %s | %s | %s | %s (at %s) | %s |' % (
-            _cell(os.path.basename(os.path.normpath(run_dir))),
-            '-' if seed is None else seed,
-            ' | '.join(point_cell(curve, s) for s in steps),
-            format_value(curve[-1][1]), format_steps(curve[-1][0]),
-            format_duration(wall)))
+        name = os.path.basename(os.path.normpath(run_dir))
+        if read_num_seeds(run_dir) > 1:
+            rows = [('%s/seed_%d' % (name, e['seed']), e['seed'],
+                     read_curve(os.path.join(run_dir, 'train'),
+                                'seed_%d/Metrics/%s' % (e['seed'], metric)),
+                     e['wall_secs'])
+                    for e in read_population_run(run_dir, metric, source)]
+        else:
+            rows = [(name, read_seed(run_dir),
+                     read_metric_curve(run_dir, metric, source),
+                     training_wall_secs(run_dir, metric, source)[0])]
+        for label, seed, curve, wall in rows:
+            lines.append('| %s | %s | %s | %s (at %s) | %s |' % (
+                _cell(label), '-' if seed is None else seed,
+                ' | '.join(point_cell(curve, s) for s in steps),
+                format_value(curve[-1][1]), format_steps(curve[-1][0]),
+                format_duration(wall)))
     return '\n'.join(lines) + '\n'
 
 

@@ -391,3 +391,103 @@ def test_an_offline_run_is_recorded_over_iterations(tmp_path):
     other = dict(entry, iterations=20000)
     assert bt.budget_cell([entry]) == 'offline: 1.5k iterations'
     assert bt.budget_cell([entry, other]) == 'offline: 1.5k-20k iterations'
+
+
+def _population_file(event_dir, version_wall, rows):
+    """One process's event file of a population run: its first event (the
+    writer's file version, whole seconds as TensorFlow writes it) and
+    ``(wall_time, tag, step, value)`` rows."""
+    os.makedirs(event_dir, exist_ok=True)
+    path = os.path.join(event_dir, 'events.out.tfevents.%d.fake' % len(
+        os.listdir(event_dir)))
+    with tf.io.TFRecordWriter(path) as f:
+        f.write(tf.compat.v1.Event(wall_time=version_wall,
+                                   file_version='brain.Event:2')
+                .SerializeToString())
+        for wall, tag, step, value in rows:
+            f.write(tf.compat.v1.Event(
+                wall_time=wall, step=step, summary=tf.compat.v1.Summary(
+                    value=[tf.compat.v1.Summary.Value(
+                        tag=tag, simple_value=value)])).SerializeToString())
+
+
+@pytest.fixture(scope='module')
+def population(tmp_path_factory):
+    """A population run of seeds 3 and 4 (``num_seeds = 2``), resumed once.
+
+    First process: file version at 1000, writes at 1010 (1000 env steps
+    per seed) and 1020 (2000). Second: version 1100, writes at 1130 (3000)
+    and 1150 (4000), then a loss at 1160 (not a metric write). Wall time:
+    (1020 - 1000) + (1150 - 1100) = 70 s. seed_3: 1, 5, 3, 8; seed_4: 2, 2,
+    6, 4.
+    """
+    run = str(tmp_path_factory.mktemp('pop') / 'seeds3-4')
+    values = {3: [1.0, 5.0, 3.0, 8.0], 4: [2.0, 2.0, 6.0, 4.0]}
+    walls = [1010.0, 1020.0, 1130.0, 1150.0]
+    rows = [(walls[i], 'seed_%d/Metrics/AverageReturn' % seed,
+             1000 * (i + 1), values[seed][i])
+            for i in range(4) for seed in (3, 4)]
+    train = os.path.join(run, 'train')
+    _population_file(train, 1000.0, rows[:4])
+    _population_file(train, 1100.0, rows[4:] + [
+        (1160.0, 'seed_3/loss/pg_loss', 4000, 0.5)])
+    with open(os.path.join(run, 'config.gin'), 'w') as f:
+        f.write('TrainerConfig.num_env_steps = 4000\n'
+                'TrainerConfig.num_seeds = 2\n'
+                'TrainerConfig.random_seed = 3\n')
+    return run
+
+
+def test_a_population_run_gives_an_entry_per_seed(population, tmp_path,
+                                                  capsys):
+    assert bt.read_num_seeds(population) == 2
+    assert _collect(tmp_path, [population], '--name', 'pop', '--algorithm',
+                    'PPO', '--source', 'train', '--threshold', '5') == 0
+    record = _load(str(tmp_path), 'pop')
+    assert record['tag'] == 'seed_<k>/Metrics/AverageReturn'
+    s3, s4 = record['seeds']
+    assert (s3['seed'], s3['final'], s3['best'], s3['env_steps']) == (
+        3, 8.0, 8.0, 4000)
+    assert (s4['seed'], s4['final'], s4['best'], s4['env_steps']) == (
+        4, 4.0, 6.0, 4000)
+    assert s4['curve'] == [[1000, 2.0], [2000, 2.0], [3000, 6.0],
+                           [4000, 4.0]]
+    for s in (s3, s4):
+        assert (s['population'], s['planned_env_steps']) == (2, 4000)
+        assert (s['wall_secs'], s['wall_from']) == (
+            70.0, 'population event-file spans')
+    # seed 3 reaches 5 at 2000 (1020: 20 s into the first process); seed 4
+    # at 3000 (1130: 20 s + 30 s into the second).
+    assert s3['to_threshold'] == {'env_steps': 2000, 'wall_secs': 20.0}
+    assert s4['to_threshold'] == {'env_steps': 3000, 'wall_secs': 50.0}
+    capsys.readouterr()
+    assert bt.main(['table', '--records', str(tmp_path)]) == 0
+    row = capsys.readouterr().out.splitlines()[3]
+    assert row == (
+        '| Hopper-v5 | PPO | [ppo_hopper.gin](examples/ppo_hopper.gin) | '
+        '4k | 2 | AverageReturn (train) | 6 [4, 8]; seeds: 8, 4 | 70 s (2 '
+        'seeds per run) | >= 5: 2k (20 s), 3k (50 s); median 2.5k |  |')
+    assert bt.main(['points', '--source', 'train', '--at', '2k',
+                    population]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2:] == [
+        '| seeds3-4/seed_3 | 3 | 5 (at 2k) | 8 (at 4k) | 70 s |',
+        '| seeds3-4/seed_4 | 4 | 2 (at 2k) | 4 (at 4k) | 70 s |']
+
+
+def test_population_run_mistakes_are_one_line(population, runs, tmp_path,
+                                              capsys):
+    base = ['collect', '--name', 'x', '--task', 'T', '--algorithm', 'A',
+            '--gin', GIN, '--records', str(tmp_path / 'out')]
+    _error(capsys, base + [population], population, 'num_seeds = 2',
+           'use --source train')
+    _error(capsys, base + ['--source', 'train', '--metric', 'GameScore',
+                           population],
+           'no scalar seed_<k>/Metrics/GameScore',
+           'metrics there: AverageReturn')
+    other = tmp_path / 'seed4'
+    other.mkdir()
+    with open(str(other / 'config.gin'), 'w') as f:
+        f.write('TrainerConfig.random_seed = 4\n')
+    _error(capsys, base + ['--source', 'train', population, str(other)],
+           'both train seed 4', str(other))
