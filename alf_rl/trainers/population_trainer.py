@@ -284,8 +284,8 @@ class PopulationTrainer(tf.Module):
 
         Restores the latest checkpoint under ``root_dir/ckpt`` first (if
         any), writes per-seed summaries every ``summary_interval``
-        iterations and a checkpoint every ``checkpoint_interval`` and at the
-        end.
+        iterations and a checkpoint every ``checkpoint_interval``, both also
+        at the last iteration (the budget's or a stopped run's).
 
         Args:
             num_iterations: the total number of iterations (counting those
@@ -313,7 +313,9 @@ class PopulationTrainer(tf.Module):
         while int(self.iteration.numpy()) < num_iterations:
             stats = self.run_iteration()
             it = int(self.iteration.numpy())
-            if writer is not None and it % summary_interval == 0:
+            stop = should_stop is not None and should_stop()
+            last = stop or it == num_iterations
+            if writer is not None and (it % summary_interval == 0 or last):
                 write_summaries(
                     writer,
                     self.seeds,
@@ -321,10 +323,7 @@ class PopulationTrainer(tf.Module):
                     stats,
                     self.num_episodes.numpy(),
                 )
-            stop = should_stop is not None and should_stop()
-            if manager is not None and (
-                stop or it % checkpoint_interval == 0 or it == num_iterations
-            ):
+            if manager is not None and (last or it % checkpoint_interval == 0):
                 manager.save(checkpoint_number=it)
             if stop:
                 break

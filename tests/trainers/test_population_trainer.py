@@ -231,3 +231,38 @@ def test_population_minatar_rows_equal_suite_minatar_seeded_games(
     # Distinct seeds: distinct games.
     assert differs
     assert first.observation.shape == (6, 10, 10, 4)
+
+
+def _summary_steps(root: str, tag: str) -> list:
+    steps = []
+    for name in sorted(os.listdir(os.path.join(root, 'train'))):
+        for event in tf.compat.v1.train.summary_iterator(
+            os.path.join(root, 'train', name)
+        ):
+            if any(v.tag == tag for v in event.summary.value):
+                steps.append(event.step)
+    return steps
+
+
+def test_the_last_iteration_is_summarised_and_checkpointed(
+    tmp_path: str,
+) -> None:
+    # A budget that is not a multiple of the intervals, then a stop request.
+    root = os.path.join(str(tmp_path), 'run')
+    trainer = PopulationTrainer([1, 2], root_dir=root, **_KW)
+    trainer.train(3, summary_interval=2, checkpoint_interval=2)
+    steps = _summary_steps(root, 'seed_1/Metrics/AverageReturn')
+    per_seed = 4 * 8
+    assert steps == [2 * per_seed, 3 * per_seed]
+    assert tf.train.latest_checkpoint(os.path.join(root, 'ckpt')).endswith(
+        '-3'
+    )
+    resumed = PopulationTrainer([1, 2], root_dir=root, **_KW)
+    resumed.train(10, summary_interval=5, should_stop=lambda: True)
+    assert int(resumed.iteration.numpy()) == 4
+    assert _summary_steps(root, 'seed_2/Metrics/AverageReturn')[-1] == (
+        4 * per_seed
+    )
+    assert tf.train.latest_checkpoint(os.path.join(root, 'ckpt')).endswith(
+        '-4'
+    )
