@@ -14,11 +14,13 @@ out of the driver's compiled calls as a one-line ``ValueError`` instead of
 a TensorFlow ``InvalidArgumentError``.
 """
 
+import functools
 import re
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
+from alf_rl import specs as alf_specs
 from alf_rl.algorithms.algorithm import describe_returned
 from alf_rl.data_structures import (LossInfo, PolicyStep, TimeStep,
                                     make_experience)
@@ -181,7 +183,7 @@ class Driver(object):
         self._jit_compile = bool(jit_compile) and env.in_graph
         self._time_step = None
         self._policy_state = None
-        self._rollout_fn = None
+        self._rollout_fns = {}
         self._rollout_checked = False
 
     @property
@@ -321,21 +323,32 @@ class Driver(object):
         self._policy_state = self._algorithm.get_initial_rollout_state(
             self._batch_size)
 
-    def rollout(self, num_steps: int) -> None:
+    def rollout(self, num_steps: int, uniform_actions: bool = False) -> None:
         """Steps all environments ``num_steps`` times with ``rollout``.
 
         No tape and no update; experience goes to the experience observers.
 
         Args:
             num_steps: batched steps to take (each steps all B envs).
+            uniform_actions: take actions drawn uniformly within the action
+                spec instead of ``rollout``'s (``rollout`` still runs, so
+                its state advances): ``TrainerConfig.initial_collect_policy
+                = 'uniform'``.
+
+        Raises:
+            ValueError: ``uniform_actions`` for an algorithm whose rollout
+                info is not empty (it describes the action it chose).
         """
         if self._time_step is None:
             self.reset()
-        if self._rollout_fn is None:
-            self._rollout_fn = self._compile(self._rollout_loop)
+        uniform_actions = bool(uniform_actions)
+        if uniform_actions not in self._rollout_fns:
+            self._rollout_fns[uniform_actions] = self._compile(
+                functools.partial(self._rollout_loop,
+                                  uniform_actions=uniform_actions))
         self._time_step, self._policy_state = self._call_checked(
-            self._rollout_fn, self._time_step, self._policy_state,
-            tf.constant(num_steps, tf.int32))
+            self._rollout_fns[uniform_actions], self._time_step,
+            self._policy_state, tf.constant(num_steps, tf.int32))
 
     # ------------------------------------------------------------ internals
     def _policy_step(self, time_step, policy_state, update_normalizers=True):
@@ -363,6 +376,20 @@ class Driver(object):
         action = tf.nest.map_structure(tf.stop_gradient, policy_step.action)
         return transformed, policy_step._replace(action=action), policy_state
 
+    def _uniform_action(self, policy_step):
+        """``policy_step`` with its action drawn uniformly within the
+        action spec (refused where the rollout info describes the action)."""
+        alg = self._algorithm
+        if tf.nest.flatten(policy_step.info):
+            raise ValueError(
+                "TrainerConfig.initial_collect_policy='uniform': %s.rollout "
+                "returns info (%s) describing the action it chose, which a "
+                "uniform action would not match; use 'rollout'" %
+                (type(alg).__name__, describe_returned(policy_step.info)))
+        action = alf_specs.sample_spec_nest(alg.action_spec,
+                                            [self._batch_size])
+        return policy_step._replace(action=action)
+
     def _env_step(self, action):
         """Steps the environment with ``algorithm.env_action(action)`` and
         runs the observers on the next time step."""
@@ -389,10 +416,13 @@ class Driver(object):
         for observer in self._exp_observers:
             observer(exp)
 
-    def _rollout_loop(self, time_step, policy_state, num_steps):
+    def _rollout_loop(self, time_step, policy_state, num_steps,
+                      uniform_actions=False):
 
         def _body(t, time_step, policy_state):
             _, policy_step, state = self._policy_step(time_step, policy_state)
+            if uniform_actions:
+                policy_step = self._uniform_action(policy_step)
             self._observe_experience(time_step, policy_step, state)
             return t + 1, self._env_step(policy_step.action), policy_step.state
 

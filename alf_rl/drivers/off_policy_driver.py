@@ -106,10 +106,12 @@ class SyncOffPolicyDriver(Driver):
         return self._call_repeated(self._run_and_train_fn, num_iterations,
                                    tf.constant(num_steps, tf.int32))
 
-    def run(self, num_steps: int) -> None:
+    def run(self, num_steps: int, uniform_actions: bool = False) -> None:
         """Collects ``num_steps`` batched steps (``num_steps * B`` env steps).
 
         Args:
             num_steps: steps per environment.
+            uniform_actions: actions uniformly random within the action
+                spec instead of ``rollout``'s (see ``Driver.rollout``).
         """
-        self.rollout(num_steps)
+        self.rollout(num_steps, uniform_actions=uniform_actions)

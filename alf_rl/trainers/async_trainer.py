@@ -192,6 +192,11 @@ class AsyncOffPolicyTrainer(OffPolicyTrainer):
     def _create_driver(self):
         super()._create_driver()  # replayer, checks, optimizers
         c = self._config
+        if c.replay.initial_collect_policy != 'rollout':
+            raise ValueError(
+                "TrainerConfig.initial_collect_policy=%r: %s's actors "
+                "collect with the algorithm's rollout only; use 'rollout'" %
+                (c.replay.initial_collect_policy, type(self).__name__))
         replayer = None if c.replay.clear_replay_buffer else self._replayer
         return AsyncOffPolicyDriver(
             self._algorithm, self._create_pool(),

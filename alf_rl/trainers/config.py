@@ -45,6 +45,13 @@ class ReplayConfig(object):
     Args:
         initial_collect_steps: env steps (over all envs) collected before
             the first update.
+        initial_collect_policy: how those steps choose actions:
+            ``'rollout'`` (the algorithm's exploring policy, as ALF and
+            TF-Agents' drivers do) or ``'uniform'`` (uniformly at random
+            within the action spec, as Stable-Baselines3 does for
+            ``learning_starts``; the published TD3/DDPG settings assume
+            it). ``'uniform'`` needs an algorithm whose rollout info is
+            empty (SAC, TD3, DDPG, DQN and its family, SARSA).
         num_updates_per_train_step: updates per iteration (or epochs over
             the iteration's data with ``clear_replay_buffer``).
         mini_batch_size: sequences per update.
@@ -64,6 +71,7 @@ class ReplayConfig(object):
 
     def __init__(self,
                  initial_collect_steps: int = 0,
+                 initial_collect_policy: str = 'rollout',
                  num_updates_per_train_step: int = 1,
                  mini_batch_size: Optional[int] = None,
                  mini_batch_length: Optional[int] = None,
@@ -73,6 +81,11 @@ class ReplayConfig(object):
                  replay_frame_stack: bool = False):
         check_arg_types('TrainerConfig', ReplayConfig.__init__, locals())
         self.initial_collect_steps = int(initial_collect_steps)
+        if initial_collect_policy not in ('rollout', 'uniform'):
+            raise ValueError(
+                "TrainerConfig.initial_collect_policy must be 'rollout' or "
+                "'uniform', got %r" % (initial_collect_policy,))
+        self.initial_collect_policy = initial_collect_policy
         self.num_updates_per_train_step = int(num_updates_per_train_step)
         self.mini_batch_size = mini_batch_size
         self.mini_batch_length = mini_batch_length

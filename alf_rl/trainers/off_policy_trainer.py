@@ -41,7 +41,8 @@ class OffPolicyTrainer(Trainer):
 
     Args:
         config: a ``TrainerConfig``; uses ``unroll_length``,
-            ``initial_collect_steps``, ``num_updates_per_train_step``,
+            ``initial_collect_steps``, ``initial_collect_policy``,
+            ``num_updates_per_train_step``,
             ``mini_batch_size``, ``mini_batch_length``,
             ``replay_buffer_capacity``, ``clear_replay_buffer``,
             ``prioritized_replay``, ``replay_frame_stack``, ``strategy``
@@ -259,7 +260,9 @@ class OffPolicyTrainer(Trainer):
         collect = c.replay.initial_collect_steps
         first = int(self._iteration.numpy()) == 0 and collect
         if first and not self._restored_replay_data():
-            self._driver.run(max(collect // batch_size, 1))
+            self._driver.run(max(collect // batch_size, 1),
+                             uniform_actions=(c.replay.initial_collect_policy
+                                              == 'uniform'))
         return self._driver.run_and_train_iterations(
             c.unroll_length, self._train, num_iterations,
             stop_fn=self._stop_condition)

@@ -233,6 +233,14 @@ def test_settings_are_checked(tmp_path):
         AsyncOffPolicyTrainer(config, env=_env(), actors='processes')
     with pytest.raises(TypeError, match='num_actors'):
         AsyncOffPolicyTrainer(config, env=_env(), num_actors=2.5)
+    dqn = TrainerConfig(root_dir=str(tmp_path / 'dqn'), algorithm_ctor=_dqn,
+                        num_iterations=1, initial_collect_steps=16,
+                        initial_collect_policy='uniform', mini_batch_size=8,
+                        mini_batch_length=2)
+    with pytest.raises(ValueError, match="initial_collect_policy='uniform'"
+                       ": AsyncOffPolicyTrainer's actors collect with the "
+                       "algorithm's rollout only"):
+        AsyncOffPolicyTrainer(dqn, env=_env(2), num_actors=2)
 
 
 def test_subprocess_environments_of_actors_and_a_killed_worker(tmp_path):

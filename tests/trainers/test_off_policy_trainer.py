@@ -165,3 +165,80 @@ def test_replay_frame_stack_is_refused_where_it_cannot_apply(
         tmp_path, bindings, match):
     with pytest.raises(ValueError, match=match):
         train(str(tmp_path), [EXAMPLE], SMALL + bindings)
+
+
+TD3_PENDULUM = os.path.join(os.path.dirname(__file__), '..', '..',
+                            'examples', 'td3_pendulum.gin')
+TD3_SMALL = [
+    'TrainerConfig.num_env_steps=0',
+    'TrainerConfig.num_iterations=1',
+    'TrainerConfig.initial_collect_steps=256',
+    'TrainerConfig.evaluate=False',
+    'TrainerConfig.jit_compile=False',
+    'ActorNetwork.fc_layer_params=(8,)',
+    'critic/CriticNetwork.joint_fc_layer_params=(8,)',
+]
+
+
+def _initial_actions(root, policy):
+    """The actions of the first 256 collected steps, [256]."""
+    from alf_rl.bin.train import parse_gin
+    gin.clear_config()
+    parse_gin([TD3_PENDULUM],
+              TD3_SMALL + ["TrainerConfig.initial_collect_policy=%r" % policy],
+              root)
+    trainer = OffPolicyTrainer(TrainerConfig())
+    try:
+        trainer.train()
+        action = trainer._replayer.buffer.gather_all().action
+    finally:
+        trainer.close()
+        gin.clear_config()
+    return np.asarray(action).reshape(-1)[:256]
+
+
+def test_uniform_initial_collection_spreads_over_the_action_range(tmp_path):
+    # Pendulum's torque is in [-2, 2]; TD3's untrained actor (last layer
+    # initialised within +-0.003) plus Gaussian noise of 0.1 half-ranges
+    # stays near 0, a uniform draw covers the range (std 4 / sqrt(12)).
+    uniform = _initial_actions(str(tmp_path / 'uniform'), 'uniform')
+    rollout = _initial_actions(str(tmp_path / 'rollout'), 'rollout')
+    assert uniform.min() >= -2 and uniform.max() <= 2
+    assert 1.0 < uniform.std() < 1.3
+    assert (np.abs(uniform) > 1.5).mean() > 0.15
+    assert rollout.std() < 0.4
+
+
+def test_initial_collect_policy_is_checked(tmp_path):
+    with pytest.raises(ValueError, match="initial_collect_policy must be "
+                       "'rollout' or 'uniform', got 'random'"):
+        TrainerConfig(root_dir=str(tmp_path), algorithm_ctor=object,
+                      initial_collect_policy='random')
+
+
+def test_uniform_initial_collection_is_refused_with_rollout_info(tmp_path):
+    # Off-policy actor-critic stores its action distribution as rollout
+    # info: a uniform action would not match it.
+    with pytest.raises(ValueError, match="initial_collect_policy='uniform'"
+                       ": .*rollout returns info .* use 'rollout'"):
+        train(str(tmp_path), [EXAMPLE], UNIFORM + [
+            "TrainerConfig.initial_collect_policy='uniform'"])
+
+
+def test_uniform_initial_collection_of_discrete_actions(tmp_path):
+    from alf_rl.bin.train import parse_gin
+    parse_gin([os.path.join(os.path.dirname(EXAMPLE), 'dqn_cart_pole.gin')], [
+        'TrainerConfig.num_env_steps=0', 'TrainerConfig.num_iterations=1',
+        'TrainerConfig.initial_collect_steps=400',
+        "TrainerConfig.initial_collect_policy='uniform'",
+        'TrainerConfig.evaluate=False'], str(tmp_path))
+    trainer = OffPolicyTrainer(TrainerConfig())
+    try:
+        trainer.train()
+        action = np.asarray(
+            trainer._replayer.buffer.gather_all().action).reshape(-1)
+    finally:
+        trainer.close()
+        gin.clear_config()
+    assert set(action.tolist()) == {0, 1}
+    assert 0.4 < action.mean() < 0.6
