@@ -13,7 +13,8 @@ iteration plus the rest at the measured rate) relative to one seed.
         [--write docs/training.md]
 
 ``--write PAGE`` also puts the table (with the date and the machine's load)
-into PAGE's ``multi_seed`` block (``benchmarks/docs_block.py``).
+into PAGE's ``multi_seed`` block, or ``multi_seed_xla`` with ``--xla``
+(``benchmarks/docs_block.py``).
 """
 
 import argparse
@@ -103,8 +104,8 @@ def main() -> None:
     parser.add_argument('--sizes', default='1,4,16,64')
     parser.add_argument('--iterations', type=int, default=5)
     parser.add_argument('--env_steps', type=int, default=100000)
-    # XLA is off by default: on CPU it measured ~12x slower per iteration
-    # than the plain graph for this trainer (see docs/training.md).
+    # --xla: the iteration compiled with XLA (TrainerConfig.jit_compile);
+    # its table goes to the page's 'multi_seed_xla' block.
     parser.add_argument('--xla', action='store_true')
     parser.add_argument('--write', default=None, metavar='PAGE')
     args = parser.parse_args()
@@ -130,7 +131,8 @@ def main() -> None:
     )
     print('\n'.join(lines))
     if args.write:
-        write_block(args.write, 'multi_seed', lines)
+        write_block(args.write,
+                    'multi_seed_xla' if args.xla else 'multi_seed', lines)
 
 
 if __name__ == '__main__':

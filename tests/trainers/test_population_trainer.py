@@ -1,8 +1,8 @@
 """Many seeds in one graph: each seed equals its one-seed run.
 
-Compiled without XLA (``jit_compile=False``): the XLA compile of an
-iteration takes tens of seconds on a loaded 2-core machine, and the
-population axis is the same either way.
+Compiled without XLA (``jit_compile=False``) but in one test: the XLA
+compile of an iteration takes seconds to tens of seconds on a loaded
+2-core machine, and the population axis is the same either way.
 """
 
 import functools
@@ -95,6 +95,37 @@ def test_minatar_options_seeds_equal_one_seed_runs() -> None:
         np.testing.assert_array_equal(
             pop.num_episodes.numpy()[k], one.num_episodes.numpy()[0]
         )
+
+
+def test_mini_batches_have_a_static_size() -> None:
+    # A mini-batch cut by a dynamic slice has an unknown size, which XLA
+    # bounds by the whole index row: every update then ran on ~20x the
+    # rows (the XLA iteration took 0.88 s instead of 0.025 s).
+    pop = PopulationTrainer([0, 1], **_KW)
+    shapes = []
+    update = pop.algorithm.update
+
+    def spy(batch):
+        shapes.append(batch.observation.shape.as_list())
+        return update(batch)
+
+    pop.algorithm.update = spy
+    pop.run_iteration()
+    assert shapes and all(s[:2] == [2, 16] for s in shapes)
+
+
+def test_xla_iteration_equals_the_plain_graph() -> None:
+    plain = PopulationTrainer([3, 7], **_KW)
+    xla = PopulationTrainer([3, 7], **dict(_KW, jit_compile=True))
+    for _ in range(2):
+        plain_stats = plain.run_iteration()
+        xla_stats = xla.run_iteration()
+    for k in range(2):
+        for a, b in zip(_weights(plain, k), _weights(xla, k)):
+            np.testing.assert_allclose(a, b, atol=1e-4)
+    np.testing.assert_allclose(
+        plain_stats['average_return'], xla_stats['average_return'], rtol=1e-5
+    )
 
 
 def test_population_rows_equal_suite_tf_seeded_env() -> None:
