@@ -462,6 +462,36 @@ def population_run_secs(run_dir: str, metric: str,
     return total
 
 
+def population_curves(run_dir: str, metric: str, source: str
+                      ) -> List[Tuple[int, List[Tuple[int, float]]]]:
+    """Each seed's whole curve of a population run, ascending by seed.
+
+    Args:
+        run_dir: the root dir of an ``alf-train`` run with
+            ``TrainerConfig.num_seeds`` > 1.
+        metric: e.g. ``'AverageReturn'``.
+        source: must be ``'train'`` (the population has no evaluation).
+    Returns:
+        ``[(seed, [(env steps, value), ...]), ...]``.
+    Raises:
+        UsageError: ``--source eval``, no event files, no such metric, or
+            a value that is not finite.
+    """
+    if source != 'train':
+        raise UsageError(
+            'run dir %s: a population run (TrainerConfig.num_seeds = %d) '
+            'writes training episodes only: use --source train' %
+            (run_dir, read_num_seeds(run_dir)))
+    event_dir = os.path.join(run_dir, 'train')
+    curves = []
+    for seed in population_seeds(run_dir, metric):
+        tag = 'seed_%d/Metrics/%s' % (seed, metric)
+        curve = read_curve(event_dir, tag)
+        _check_finite(curve, event_dir, tag)
+        curves.append((seed, curve))
+    return curves
+
+
 def read_population_run(run_dir: str, metric: str, source: str,
                         threshold: Optional[float] = None
                         ) -> List[Dict[str, Any]]:
@@ -480,26 +510,18 @@ def read_population_run(run_dir: str, metric: str, source: str,
         seeds in the run) and the whole run's ``wall_secs``
         (``population_run_secs``; ``wall_from`` says so).
     Raises:
-        UsageError: ``--source eval``, no event files, no such metric, or
-            a value that is not finite.
+        UsageError: as ``population_curves``.
     """
-    if source != 'train':
-        raise UsageError(
-            'run dir %s: a population run (TrainerConfig.num_seeds = %d) '
-            'writes training episodes only: use --source train' %
-            (run_dir, read_num_seeds(run_dir)))
-    seeds = population_seeds(run_dir, metric)
+    curves = population_curves(run_dir, metric, source)
     event_dir = os.path.join(run_dir, 'train')
     wall_secs = population_run_secs(run_dir, metric)
     entries = []
-    for seed in seeds:
-        tag = 'seed_%d/Metrics/%s' % (seed, metric)
-        curve = read_curve(event_dir, tag)
-        _check_finite(curve, event_dir, tag)
+    for seed, curve in curves:
         entry = _entry(run_dir, seed, curve, wall_secs,
                        'population event-file spans')
-        entry['population'] = len(seeds)
+        entry['population'] = len(curves)
         if threshold is not None:
+            tag = 'seed_%d/Metrics/%s' % (seed, metric)
             hits = [(wall, step) for wall, step, value in
                     read_scalar_events(event_dir, tag) if value >= threshold]
             entry['to_threshold'] = None
@@ -971,11 +993,10 @@ def points_table(run_dirs: Sequence[str], metric: str, source: str,
     for run_dir in run_dirs:
         name = os.path.basename(os.path.normpath(run_dir))
         if read_num_seeds(run_dir) > 1:
-            rows = [('%s/seed_%d' % (name, e['seed']), e['seed'],
-                     read_curve(os.path.join(run_dir, 'train'),
-                                'seed_%d/Metrics/%s' % (e['seed'], metric)),
-                     e['wall_secs'])
-                    for e in read_population_run(run_dir, metric, source)]
+            wall = population_run_secs(run_dir, metric)
+            rows = [('%s/seed_%d' % (name, seed), seed, curve, wall)
+                    for seed, curve in population_curves(run_dir, metric,
+                                                         source)]
         else:
             rows = [(name, read_seed(run_dir),
                      read_metric_curve(run_dir, metric, source),

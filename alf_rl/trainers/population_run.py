@@ -132,12 +132,12 @@ _TRAINER_READ = frozenset(
         'trainer',
         'clear_replay_buffer',
         'mini_batch_length',
+        'jit_compile',  # XLA or not
     )
 )
 # TrainerConfig settings without effect on the population's numbers.
 _TRAINER_NO_EFFECT = frozenset(
     (
-        'jit_compile',  # passed on: XLA or not (population_settings)
         'iterations_per_call',  # one compiled call per iteration
         'call_target_secs',
         'summaries_flush_secs',  # flushed after every summary
