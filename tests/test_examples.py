@@ -16,6 +16,8 @@ EXAMPLES = sorted(
 
 def test_there_are_examples():
     assert any(p.endswith('ac_cart_pole.gin') for p in EXAMPLES)
+    # Every shrunk example exists (a renamed file would train full size).
+    assert set(SHRINK) <= {os.path.basename(p) for p in EXAMPLES}
 
 
 # Examples whose full-size settings would take minutes or gigabytes before
@@ -29,6 +31,15 @@ SHRINK = {
     'rainbow_atari_pong.gin': ['TrainerConfig.initial_collect_steps=64',
                                'TrainerConfig.replay_buffer_capacity=256'],
 }
+# The MuJoCo off-policy examples collect the zoo's 10,000 steps before their
+# first update (~10 s of each test) into a buffer of 1M: 300 into 1,000
+# exercise the same path.
+SHRINK.update({
+    name: ['TrainerConfig.initial_collect_steps=300',
+           'TrainerConfig.replay_buffer_capacity=1000']
+    for name in ('sac_ant.gin', 'sac_half_cheetah.gin', 'sac_hopper.gin',
+                 'sac_walker2d.gin', 'td3_half_cheetah.gin', 'td3_hopper.gin')
+})
 # The value family's CartPole examples: 4 of their 128 updates per
 # iteration (each update is several times DQN's).
 SHRINK.update({
