@@ -249,7 +249,7 @@ def test_ppo_learns_policy_unittest_env():
     env = TFPyEnvironment(PolicyUnittestEnv(16, 6, action_type='discrete'))
     alg = _make_ppo(env, lr=1e-2, gamma=0.5)
     alg.prepare_off_policy_specs(16)
-    rollout = tf.function(alg.rollout)
+    rollout = tf.function(alg.rollout, autograph=False)
     # Few graph copies: each (epoch, mini-batch) update is traced once.
     train = tf.function(lambda exp: alg.train(
         exp, num_updates=2, mini_batch_size=128, mini_batch_length=1),

@@ -165,9 +165,9 @@ def test_sarsa_learns_policy_unittest_env():
                       target_update_period=1,
                       actor_optimizer=tf_keras.optimizers.Adam(1e-2))
     alg.prepare_off_policy_specs(16)
-    rollout = tf.function(alg.rollout)
+    rollout = tf.function(alg.rollout, autograph=False)
     train = tf.function(lambda exp: alg.train(
-        exp, mini_batch_size=16, mini_batch_length=2))
+        exp, mini_batch_size=16, mini_batch_length=2), autograph=False)
     time_step = env.reset()
     state = alg.get_initial_rollout_state(16)
     for _ in range(60):

@@ -136,10 +136,11 @@ def _build(make, strategy):
 def _train_fn(name, alg, runner):
     import tensorflow as tf
     if name == 'sac':
-        return tf.function(lambda exp: alg.train(exp, update_runner=runner))
+        return tf.function(lambda exp: alg.train(exp, update_runner=runner),
+                           autograph=False)
     return tf.function(lambda exp: alg.train(
         exp, num_updates=2, mini_batch_size=4, mini_batch_length=2, seed=7,
-        update_runner=runner))
+        update_runner=runner), autograph=False)
 
 
 def _run(name, strategy, num_calls=3):
