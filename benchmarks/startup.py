@@ -10,6 +10,12 @@ its exit, the ``first_iteration_secs`` it reports (tracing and
 compilation included) and the CPU seconds (user + system) the command
 used, which a shared machine's load inflates less than the wall time.
 
+``--seeds 1,16`` runs every mode with each population size (N > 1 adds
+``--gin_param TrainerConfig.num_seeds=N``: N agents trained in one graph)
+alternating within every round, and adds each size's exit time relative to
+one seed in the same mode; ``--write`` then fills the ``startup_seeds``
+block.
+
 ``--trees before=DIR,after=DIR`` compares source trees side by side: each
 run runs in its tree's ``DIR`` and imports ``alf_rl`` from it (a relative
 ``--gin_file`` is the tree's), the trees alternating within every round,
@@ -17,7 +23,7 @@ each with a cache of its own.
 
     python benchmarks/startup.py [--gin_file examples/ppo_tf_cart_pole.gin]
         [--repeats 3] [--modes cold,warm,off] [--gin_param K=V ...]
-        [--trees NAME=DIR,...] [--write docs/training.md]
+        [--seeds 1,16] [--trees NAME=DIR,...] [--write docs/training.md]
 
 ``--write PAGE`` also puts the medians (with the date and the machine's
 load) into PAGE's ``startup`` block (``benchmarks/docs_block.py``).
@@ -129,32 +135,71 @@ def main() -> None:
     parser.add_argument('--gin_param', action='append', default=[])
     parser.add_argument('--repeats', type=int, default=3)
     parser.add_argument('--modes', default='cold,warm,off')
+    parser.add_argument('--seeds', default=None, metavar='N,...')
     parser.add_argument('--trees', default=None, metavar='NAME=DIR,...')
     parser.add_argument('--write', default=None, metavar='PAGE')
     args = parser.parse_args()
     trees = parse_trees(args.trees)
+    seeds = parse_seeds(args.seeds)
     args.load_at_start = os.getloadavg()[0]
     rows: Dict[str, List[Dict[str, float]]] = {}
     for repeat in range(args.repeats):
         for tree_name, tree in trees:
             cache = tempfile.mkdtemp(prefix='alf_xla_cache_')
             for mode in args.modes.split(','):
-                row = ('%s %s' % (mode, tree_name)).strip()
-                if mode == 'warm' and 'cold' not in args.modes.split(','):
-                    run_once(args.gin_file, args.gin_param, cache, tree)
-                r = run_once(
-                    args.gin_file,
-                    args.gin_param,
-                    'off' if mode == 'off' else cache,
-                    tree,
-                )
-                rows.setdefault(row, []).append(r)
-                print('round %d %s: %s' % (repeat, row, r), flush=True)
+                for n in seeds:
+                    row = ' '.join(
+                        x for x in (mode, tree_name, seeds_label(n, seeds))
+                        if x
+                    )
+                    params = list(args.gin_param)
+                    if n > 1:
+                        params.append('TrainerConfig.num_seeds=%d' % n)
+                    if mode == 'warm' and 'cold' not in args.modes.split(','):
+                        run_once(args.gin_file, params, cache, tree)
+                    r = run_once(
+                        args.gin_file,
+                        params,
+                        'off' if mode == 'off' else cache,
+                        tree,
+                    )
+                    rows.setdefault(row, []).append(r)
+                    print('round %d %s: %s' % (repeat, row, r), flush=True)
             shutil.rmtree(cache, ignore_errors=True)
     lines = medians(rows, args)
     print('\n'.join(lines))
     if args.write:
-        write_block(args.write, 'startup', lines)
+        block = 'startup_seeds' if len(seeds) > 1 else 'startup'
+        write_block(args.write, block, lines)
+
+
+def parse_seeds(text: Optional[str]) -> List[int]:
+    """``--seeds``' ``N,...`` as population sizes (``[1]`` when not
+    given).
+
+    Raises:
+        SystemExit: a size that is not an int >= 1.
+    """
+    if not text:
+        return [1]
+    try:
+        sizes = [int(x) for x in text.split(',')]
+    except ValueError:
+        sizes = []
+    if not sizes or min(sizes) < 1:
+        raise SystemExit(
+            'startup.py: --seeds expects population sizes N,... >= 1, '
+            'got %r' % (text,)
+        )
+    return sizes
+
+
+def seeds_label(n: int, seeds: List[int]) -> str:
+    """A row's population label (``'16 seeds'``; empty without
+    ``--seeds``)."""
+    if seeds == [1]:
+        return ''
+    return '1 seed' if n == 1 else '%d seeds' % n
 
 
 def medians(
@@ -162,21 +207,31 @@ def medians(
 ) -> List[str]:
     """The markdown table of the medians per mode, and a line saying
     what was run, when, and the machine's load."""
+    by_seeds = bool(getattr(args, 'seeds', None))
     lines = [
         '| `%s` | to the end of the 1st iteration (s) | to exit (s)'
-        ' | first_iteration_secs | CPU s |' % os.path.basename(args.gin_file),
-        '| --- | ---: | ---: | ---: | ---: |',
+        ' | first_iteration_secs | CPU s |%s'
+        % (os.path.basename(args.gin_file),
+           ' exit vs 1 seed |' if by_seeds else ''),
+        '| --- | ---: | ---: | ---: | ---: |' + (' ---: |' if by_seeds else ''),
     ]
+    exits = {}
     for mode, runs in rows.items():
         med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+        exits[mode] = med['exit_s']
+        ratio = ''
+        if by_seeds:
+            one = exits.get(re.sub(r'\d+ seeds$', '1 seed', mode))
+            ratio = ' %.2fx |' % (med['exit_s'] / one) if one else ' |'
         lines.append(
-            '| %s | %.1f | %.1f | %.1f | %.1f |'
+            '| %s | %.1f | %.1f | %.1f | %.1f |%s'
             % (
                 mode,
                 med['first_iteration_end_s'],
                 med['exit_s'],
                 med['first_iteration_secs'],
                 med['cpu_s'],
+                ratio,
             )
         )
     lines += [

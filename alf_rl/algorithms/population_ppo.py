@@ -214,6 +214,12 @@ class PopulationPPO(tf.Module):
             learning_rate, epsilon=adam_epsilon
         )
 
+    def build_optimizer(self) -> None:
+        """Creates Adam's slot variables (and its step counter) now, as
+        its first ``apply_gradients`` would: called before the update is
+        traced, so that the trace creates no variables."""
+        self.optimizer._create_all_weights(self.trainable_variables)
+
     @property
     def population_size(self) -> int:
         """P, the number of agents."""

@@ -34,7 +34,7 @@ import math
 import os
 import random
 import time
-from typing import Any, Dict, List, NoReturn, Sequence, Tuple
+from typing import Any, Dict, List, NoReturn, Optional, Sequence, Tuple
 
 import gin
 import tf_keras
@@ -43,6 +43,7 @@ from alf_rl.algorithms.population_ppo import PopulationPPO
 from alf_rl.trainers import config as trainer_config
 from alf_rl.trainers.config import TrainerConfig
 from alf_rl.trainers.population_trainer import PopulationTrainer
+from alf_rl.trainers.progress import format_secs
 
 # Bindings PopulationPPO takes over: (configurable, parameter) -> its
 # argument name.
@@ -432,18 +433,27 @@ class PopulationRun(object):
             seed), ``Metrics/NumberOfEpisodes`` (all seeds),
             ``Metrics/AverageReturn`` (the mean over seeds) and its
             ``min``/``max`` over seeds, each seed's
-            ``seed_<seed>/Metrics/AverageReturn``, ``train_secs``, and
+            ``seed_<seed>/Metrics/AverageReturn``, ``train_secs``,
+            ``first_iteration_secs`` (this process's first iteration,
+            tracing and XLA compilation included; absent if none ran) and
             ``stopped_early`` when a stop was requested.
         """
         if callbacks:
             _refuse('callbacks %r' % (list(callbacks),))
         start = time.time()
-        progress = _Progress(self.trainer)
+        progress = _Progress(self.trainer, self.num_iterations)
+        first_iteration: List[float] = []
+
+        def after_iteration() -> bool:
+            if not first_iteration:
+                first_iteration.append(time.time() - start)
+            return progress.report() or self._stop
+
         stats = self.trainer.train(
             self.num_iterations,
             summary_interval=self._config.summary_interval,
             checkpoint_interval=self._config.checkpoint_interval,
-            should_stop=lambda: progress.report() or self._stop,
+            should_stop=after_iteration,
         )
         del stats  # the variables hold the same, also after a resume
         returns = [float(r) for r in self.trainer.average_return.numpy()]
@@ -459,6 +469,8 @@ class PopulationRun(object):
             'Metrics/AverageReturn_max': max(returns),
             'train_secs': time.time() - start,
         }
+        if first_iteration:
+            result['first_iteration_secs'] = first_iteration[0]
         for seed, value in zip(self.trainer.seeds, returns):
             result['seed_%d/Metrics/AverageReturn' % seed] = value
         if self._stop and result['iterations'] < self.num_iterations:
@@ -467,18 +479,57 @@ class PopulationRun(object):
 
 
 class _Progress(object):
-    """Prints ``iter k | env steps n (per seed) | AverageReturn mean
-    (min-max)`` after the first iteration and then every 5 seconds."""
+    """Prints ``iter k | env steps n per seed | r steps/s | AverageReturn
+    mean (min-max over P seeds) | ETA h:mm:ss`` after the first iteration
+    and then every 5 seconds. The rate (env steps per second over all
+    seeds) and the ETA count from the end of this process's first
+    iteration (tracing and compilation left out); both are left out of the
+    first line.
 
-    def __init__(self, trainer: PopulationTrainer):
+    Args:
+        trainer: the population's trainer.
+        num_iterations: the run's total iterations (the ETA's target).
+    """
+
+    def __init__(self, trainer: PopulationTrainer, num_iterations: int):
         self._trainer = trainer
+        self._num_iterations = num_iterations
         self._last = 0.0
+        self._base: Optional[Tuple[float, int]] = None
 
     def report(self) -> bool:
         """Prints the line when due; returns False (never asks to stop)."""
         now = time.time()
+        iteration = int(self._trainer.iteration.numpy())
+        if self._base is None:
+            self._base = (now, iteration)
         if now - self._last < 5.0:
             return False
+        self._last = now
+        returns: List[float] = list(self._trainer.average_return.numpy())
+        parts = [
+            'iter %d' % iteration,
+            'env steps %d per seed' % self._trainer.env_steps_per_seed,
+        ]
+        done, secs = iteration - self._base[1], now - self._base[0]
+        rate = done / secs if done > 0 and secs > 0 else None
+        if rate is not None:
+            steps = self._trainer.env_steps_per_seed / max(iteration, 1)
+            parts.append('%.0f steps/s' % (rate * steps * len(returns)))
+        parts.append(
+            'AverageReturn %.2f (%.2f-%.2f over %d seeds)'
+            % (
+                sum(returns) / len(returns),
+                min(returns),
+                max(returns),
+                len(returns),
+            )
+        )
+        if rate is not None:
+            left = max(self._num_iterations - iteration, 0)
+            parts.append('ETA %s' % format_secs(left / rate))
+        print(' | '.join(parts), flush=True)
+        return False
         self._last = now
         returns: List[float] = list(self._trainer.average_return.numpy())
         print(

@@ -59,6 +59,8 @@ def test_num_seeds_trains_the_population_and_resumes_exactly(tmp_path):
     first = train(root, [_GIN], _PARAMS + ['TrainerConfig.num_iterations=2'])
     assert first['iterations'] == 2 and first['num_seeds'] == 2
     assert first['Metrics/EnvironmentSteps'] == 2 * 4 * 8
+    # The first iteration's seconds (tracing included) are part of the run's.
+    assert 0 < first['first_iteration_secs'] < first['train_secs']
     resumed = train(root, [_GIN], _PARAMS + ['TrainerConfig.num_iterations=3'])
     assert resumed['iterations'] == 3
     # The same three iterations straight, with the gin file's PPO settings
@@ -190,3 +192,38 @@ def test_num_seeds_trains_a_minatar_game(tmp_path):
     assert {'seed_0/loss/neg_entropy', 'seed_1/loss/td_loss'} <= _tags(
         str(tmp_path)
     )
+
+
+def test_progress_line_has_the_rate_and_eta(monkeypatch, capsys):
+    """After the first iteration: steps and returns; later lines add the
+    env steps per second over all seeds and the ETA, both counted from the
+    end of the first iteration (its tracing left out)."""
+    from alf_rl.trainers import population_run
+
+    class _Trainer:
+        iteration = tf.Variable(1, dtype=tf.int64)
+        average_return = tf.Variable([10.0, 30.0])
+
+        @property
+        def env_steps_per_seed(self):
+            return int(self.iteration.numpy()) * 512
+
+    clock = [100.0]
+    monkeypatch.setattr(population_run.time, 'time', lambda: clock[0])
+    trainer = _Trainer()
+    progress = population_run._Progress(trainer, num_iterations=21)
+    assert progress.report() is False
+    first = capsys.readouterr().out.strip()
+    assert first == ('iter 1 | env steps 512 per seed | AverageReturn 20.00 '
+                     '(10.00-30.00 over 2 seeds)')
+    # 10 iterations in 5 s: 2 iterations/s, 2 x 512 x 2 seeds steps/s, and
+    # the 10 iterations left take 5 s.
+    clock[0] += 5.0
+    trainer.iteration.assign(11)
+    progress.report()
+    assert capsys.readouterr().out.strip() == (
+        'iter 11 | env steps 5632 per seed | 2048 steps/s | AverageReturn '
+        '20.00 (10.00-30.00 over 2 seeds) | ETA 0:00:05')
+    clock[0] += 1.0  # not due yet: nothing printed
+    progress.report()
+    assert capsys.readouterr().out == ''

@@ -114,6 +114,19 @@ def test_mini_batches_have_a_static_size() -> None:
     assert shapes and all(s[:2] == [2, 16] for s in shapes)
 
 
+def test_the_iteration_is_traced_once_and_creates_no_variables() -> None:
+    # Adam's slots exist before the first call (a function that creates
+    # variables on its first call is traced twice), and the iteration
+    # needs no autograph conversion.
+    pop = PopulationTrainer([0, 1], **_KW)
+    before = len(pop.algorithm.optimizer.variables())
+    assert before == 1 + 2 * len(pop.algorithm.trainable_variables)
+    for _ in range(2):
+        pop.run_iteration()
+    assert pop._iterate.experimental_get_tracing_count() == 1
+    assert len(pop.algorithm.optimizer.variables()) == before
+
+
 def test_xla_iteration_equals_the_plain_graph() -> None:
     plain = PopulationTrainer([3, 7], **_KW)
     xla = PopulationTrainer([3, 7], **dict(_KW, jit_compile=True))
