@@ -20,7 +20,6 @@ No TensorFlow at import time (specs are read lazily from the environments).
 
 import queue
 import threading
-import time
 import weakref
 from typing import Any, Callable, List, Optional, Sequence
 
@@ -30,7 +29,8 @@ from alf_rl.data_structures import StepType, TimeStep
 from alf_rl.environments.py_environment import (PyEnvironment, flatten_nest,
                                                 numpy_dtype, pack_nest_as,
                                                 spec_shape)
-from alf_rl.utils.stop_request import STOPPED, STOPPED_PHRASE, wait_outcome
+from alf_rl.utils.stop_request import (STOPPED, STOPPED_PHRASE, AwakeClock,
+                                      wait_outcome)
 
 _FIRST = int(StepType.FIRST)
 
@@ -107,16 +107,17 @@ class _StepWatchdog(object):
     def _wait(self, what):
         """The call's ``(ok, value)``, waited for in slices so that a stop
         request (``alf_rl.utils.stop_request``) cuts the wait short."""
-        start = time.monotonic()
-        deadline = start + self.timeout
+        # The time this process was suspended does not count (AwakeClock).
+        clock = AwakeClock()
+        deadline = clock.started + self.timeout
         while True:
             try:
                 return self._results.get(
                     timeout=max(0.0, min(_POLL_SECONDS,
-                                         deadline - time.monotonic())))
+                                         deadline - clock.now())))
             except queue.Empty:
                 pass
-            outcome = wait_outcome(start, self.timeout)
+            outcome = wait_outcome(clock.started, self.timeout, clock=clock)
             if outcome is None:
                 continue
             why = STOPPED_PHRASE if outcome == STOPPED else (

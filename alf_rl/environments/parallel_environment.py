@@ -43,7 +43,8 @@ from typing import Any, Callable, List, Optional, Sequence
 from alf_rl.environments.batched_environment import (DEFAULT_STEP_TIMEOUT,
                                                      _BatchStacker)
 from alf_rl.environments.py_environment import PyEnvironment
-from alf_rl.utils.stop_request import STOPPED, STOPPED_PHRASE, wait_outcome
+from alf_rl.utils.stop_request import (STOPPED, STOPPED_PHRASE, AwakeClock,
+                                      wait_outcome)
 from alf_rl.utils.worker_config import WorkerConfig
 
 # Commands sent to workers.
@@ -250,16 +251,17 @@ class _Worker(object):
         except OSError:
             raise self._dead_error(command) from None
 
-    def receive(self, command, timeout=None, start=None):
+    def receive(self, command, timeout=None, clock=None):
         """Waits for the reply to ``command``; raises if the worker died.
 
         Args:
             command: the command being answered (for messages).
             timeout: seconds to wait at most (``None``: as long as the
                 worker lives).
-            start: ``time.monotonic()`` at which the command was sent (a
-                broadcast's deadline is shared by all its workers);
-                ``None``: now.
+            clock: the ``AwakeClock`` started when the command was sent (a
+                broadcast's deadline is shared by all its workers; the time
+                this process was suspended does not count); ``None``: one
+                started now.
 
         Raises:
             RuntimeError: the worker died, did not answer within
@@ -267,15 +269,14 @@ class _Worker(object):
                 environment raised.
         """
         conn, process = self.conn, self.process
-        start = time.monotonic() if start is None else start
+        clock = AwakeClock() if clock is None else clock
         while not conn.poll(_POLL_SECONDS):
             if process.poll() is not None:
                 raise self._dead_error(command)
-            now = time.monotonic()
-            outcome = wait_outcome(start, timeout, now)
+            outcome = wait_outcome(clock.started, timeout, clock=clock)
             if outcome is None:
                 continue
-            waited = now - start
+            waited = clock.now() - clock.started
             if outcome == STOPPED:
                 why = ("%s (waited %.1f s); every worker was shut down" %
                        (STOPPED_PHRASE, waited))
@@ -492,7 +493,7 @@ class ParallelPyEnvironment(PyEnvironment):
         shut down (see ``_raise``).
         """
         self._check_open()
-        start = time.monotonic()
+        clock = AwakeClock()
         sent, error = [], None
         for w, a in zip(self._workers, args):
             try:
@@ -504,7 +505,7 @@ class ParallelPyEnvironment(PyEnvironment):
         results = []
         for w in sent:
             try:
-                results.append(w.receive(command, self._step_timeout, start))
+                results.append(w.receive(command, self._step_timeout, clock))
             except RuntimeError as e:
                 error = error or e
                 if w.hung:

@@ -76,7 +76,10 @@ STOPPED_PHRASE = "within %g s of the request to stop" % STOP_GRACE_SECONDS
 
 
 def wait_outcome(
-    started: float, timeout: Optional[float], now: Optional[float] = None
+    started: float,
+    timeout: Optional[float],
+    now: Optional[float] = None,
+    clock: Optional['AwakeClock'] = None,
 ) -> Optional[str]:
     """Whether a wait that began at ``started`` should end now, and why.
 
@@ -87,14 +90,51 @@ def wait_outcome(
         started: ``time.monotonic()`` at which the wait began.
         timeout: the wait's own limit in seconds (``None``: none).
         now: ``time.monotonic()`` now (``None``: read it).
+        clock: the wait's ``AwakeClock`` (begun at ``started``): the
+            timeout then counts only the time this process ran; the grace
+            after a stop request is real time either way.
     Returns:
         ``TIMED_OUT`` once ``timeout`` seconds have passed, else
         ``STOPPED`` once ``cut_short(started, now)``, else ``None`` (go on
         waiting).
     """
     now = time.monotonic() if now is None else now
-    if timeout is not None and now >= started + timeout:
+    waited = now - started if clock is None else clock.now() - clock.started
+    if timeout is not None and waited >= timeout:
         return TIMED_OUT
     if cut_short(started, now):
         return STOPPED
     return None
+
+
+class AwakeClock(object):
+    """A wait's clock that does not run while this process is suspended.
+
+    ``time.monotonic()`` goes on while a process is stopped (SIGSTOP,
+    Ctrl-Z, a machine's sleep); a wait measured by it would time out on
+    waking although nothing it waits for was slow (the environment's thread
+    or worker was stopped too). A waiting loop reads ``now()`` at least
+    every few tenths of a second; a gap between two reads longer than
+    ``max_gap`` is taken for a suspension and counts as ``max_gap`` only.
+
+    Args:
+        max_gap: seconds > 0 between two reads beyond which the rest of the
+            gap is not counted (the loop's slice plus a margin for a
+            loaded machine).
+    """
+
+    def __init__(self, max_gap: float = 2.0) -> None:
+        self.max_gap = float(max_gap)
+        self.started = self._last = time.monotonic()
+        self._skipped = 0.0
+
+    def now(self) -> float:
+        """``time.monotonic()`` less the suspended time since ``started``
+        (comparable with ``started``)."""
+        t = time.monotonic()
+        gap = t - self._last
+        if gap > self.max_gap:
+            self._skipped += gap - self.max_gap
+        self._last = t
+        return t - self._skipped
+

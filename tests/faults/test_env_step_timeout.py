@@ -240,3 +240,73 @@ def test_second_ctrl_c_aborts_while_an_environment_hangs(tmp_path):
             proc.kill()
     assert proc.returncode == 130, (out, err)
     assert 'Ctrl-C again: aborting at once' in err
+
+
+def test_awake_clock_leaves_out_a_suspension(monkeypatch):
+    from alf_rl.utils import stop_request
+
+    now = [100.0]
+    monkeypatch.setattr(stop_request.time, 'monotonic', lambda: now[0])
+    clock = stop_request.AwakeClock(max_gap=2.0)
+    now[0] += 0.2
+    assert clock.now() == pytest.approx(100.2)
+    now[0] += 600.0  # suspended: counts as max_gap
+    assert clock.now() == pytest.approx(102.2)
+    now[0] += 0.2
+    assert clock.now() == pytest.approx(102.4)
+    # The timeout counts the awake time only; the stop grace is real time.
+    assert stop_request.wait_outcome(clock.started, 3.0, clock=clock) is None
+    assert stop_request.wait_outcome(clock.started, 3.0) == 'timed out'
+
+
+_SUSPENDED_CHILD = textwrap.dedent('''
+    import sys, time
+    from alf_rl.environments import suite_gym
+    from alf_rl.environments.batched_environment import BatchedPyEnvironment
+
+    def slow(env_id):
+        env = suite_gym.load('CartPole-v1', seed=env_id, env_id=env_id)
+        flat_step = env._flat_step
+
+        def _step(action):
+            # 0.1 s of CPU: a step suspended half-way needs CPU after it.
+            start = time.process_time()
+            while time.process_time() - start < 0.1:
+                pass
+            return flat_step(action)
+
+        env._flat_step = _step
+        return env
+
+    env = BatchedPyEnvironment([slow(0)], step_timeout=4)
+    env.reset()
+    print('stepping', flush=True)
+    for _ in range(30):
+        env.step([0])
+    print('done', flush=True)
+''')
+
+
+def test_a_suspended_process_does_not_time_out_its_environment():
+    """SIGSTOP (Ctrl-Z) for longer than step_timeout, then SIGCONT: the
+    steps go on (the suspended seconds are not counted); before, the first
+    step after waking timed out although the environment was never slow."""
+    child = subprocess.Popen(
+        [sys.executable, '-c', _SUSPENDED_CHILD],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == 'stepping'
+        time.sleep(1.0)
+        os.kill(child.pid, signal.SIGSTOP)
+        time.sleep(5.0)
+        os.kill(child.pid, signal.SIGCONT)
+        out, _ = child.communicate(timeout=120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert child.returncode == 0, out
+    assert out.strip().endswith('done'), out
