@@ -530,19 +530,3 @@ class _Progress(object):
             parts.append('ETA %s' % format_secs(left / rate))
         print(' | '.join(parts), flush=True)
         return False
-        self._last = now
-        returns: List[float] = list(self._trainer.average_return.numpy())
-        print(
-            'iter %d | env steps %d per seed | AverageReturn %.2f '
-            '(%.2f-%.2f over %d seeds)'
-            % (
-                int(self._trainer.iteration.numpy()),
-                self._trainer.env_steps_per_seed,
-                sum(returns) / len(returns),
-                min(returns),
-                max(returns),
-                len(returns),
-            ),
-            flush=True,
-        )
-        return False

@@ -100,11 +100,8 @@ class PopulationTrainer(tf.Module):
         self._root_dir = root_dir
         self._max_to_keep = checkpoint_max_to_keep
         self._init_state()
-        # The optimizer's slots exist before the first trace (a function
-        # that creates variables is traced twice) and a checkpoint restores
-        # them directly; the iteration is written without Python control
-        # flow on tensors, so autograph's conversion (~3 s of the first
-        # iteration at 16 seeds) is not needed.
+        # Slots first: a function creating variables is traced twice. No
+        # autograph: its conversion was ~3 s of a 16-seed first iteration.
         self.algorithm.build_optimizer()
         self._iterate = tf.function(
             self._iteration, jit_compile=jit_compile, autograph=False
@@ -235,26 +232,22 @@ class PopulationTrainer(tf.Module):
         orders = tf.argsort(
             self._noise([self._num_epochs, rows], _SHUFFLE_STREAM)
         )
-        # [P, updates, size]: indexing the update axis keeps the mini-batch
-        # size static. A slice orders[:, u * size:(u + 1) * size] has a
-        # dynamic size, which XLA bounds by the whole row (10 x the rows of
-        # an iteration): every update then ran on the bound, ~20x the work.
+        # [P, updates, size]: the mini-batch size stays static (XLA bounds a
+        # dynamic slice's size by the whole row: ~20x the work per update).
         orders = tf.reshape(orders, [p, self._num_epochs * per_epoch, size])
         stats = {k: tf.zeros([p]) for k in STAT_NAMES}
 
         def body(u: tf.Tensor, stats: Dict[str, tf.Tensor]) -> tuple:
-            index = orders[:, u]
-            mini = tf.nest.map_structure(
-                functools.partial(tf.gather, indices=index, batch_dims=1),
-                batch,
+            gather = functools.partial(
+                tf.gather, indices=orders[:, u], batch_dims=1
             )
-            return u + 1, self.algorithm.update(PopulationBatch(*mini))
+            mini = PopulationBatch(*tf.nest.map_structure(gather, batch))
+            return u + 1, self.algorithm.update(mini)
 
         updates = self._num_epochs * per_epoch
-        _, stats = tf.while_loop(
+        return tf.while_loop(
             lambda u, _: u < updates, body, (tf.constant(0), stats)
-        )
-        return stats
+        )[1]
 
     def _iteration(self) -> Dict[str, tf.Tensor]:
         """Collects, trains and updates the metrics; [P] statistics."""

@@ -137,4 +137,3 @@ class AwakeClock(object):
             self._skipped += gap - self.max_gap
         self._last = t
         return t - self._skipped
-

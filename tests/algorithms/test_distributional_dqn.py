@@ -314,7 +314,8 @@ def test_learns_policy_unittest_env(name):
     # iteration on a random half of the 32 fresh two-step sequences.
     train = tf.function(
         lambda exp: alg.train(exp, mini_batch_size=16, mini_batch_length=2),
-        autograph=False)
+        autograph=False,
+    )
     time_step = env.reset()
     for _ in range(50 if name == 'dqn' else 40):
         exp, time_step = _collect(alg, env, time_step, 4, rollout)

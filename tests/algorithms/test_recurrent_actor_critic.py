@@ -195,8 +195,9 @@ def test_recurrent_networks_train_through_replay(cls):
     alg = _make(cls, env, burn_in_steps=1)
     exp = collect_with_states(alg, env, 8)
     before = [v.numpy().copy() for v in alg.trainable_variables]
-    train = tf.function(lambda exp: alg.train(exp, mini_batch_length=4),
-                        autograph=False)
+    train = tf.function(
+        lambda exp: alg.train(exp, mini_batch_length=4), autograph=False
+    )
     critic_losses = [float(train(exp).extra.critic.numpy()) for _ in range(40)]
     assert np.mean(critic_losses[-5:]) < 0.5 * np.mean(critic_losses[:5])
     for v, b in zip(alg.trainable_variables, before):

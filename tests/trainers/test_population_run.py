@@ -214,8 +214,10 @@ def test_progress_line_has_the_rate_and_eta(monkeypatch, capsys):
     progress = population_run._Progress(trainer, num_iterations=21)
     assert progress.report() is False
     first = capsys.readouterr().out.strip()
-    assert first == ('iter 1 | env steps 512 per seed | AverageReturn 20.00 '
-                     '(10.00-30.00 over 2 seeds)')
+    assert first == (
+        'iter 1 | env steps 512 per seed | AverageReturn 20.00 '
+        '(10.00-30.00 over 2 seeds)'
+    )
     # 10 iterations in 5 s: 2 iterations/s, 2 x 512 x 2 seeds steps/s, and
     # the 10 iterations left take 5 s.
     clock[0] += 5.0
@@ -223,7 +225,8 @@ def test_progress_line_has_the_rate_and_eta(monkeypatch, capsys):
     progress.report()
     assert capsys.readouterr().out.strip() == (
         'iter 11 | env steps 5632 per seed | 2048 steps/s | AverageReturn '
-        '20.00 (10.00-30.00 over 2 seeds) | ETA 0:00:05')
+        '20.00 (10.00-30.00 over 2 seeds) | ETA 0:00:05'
+    )
     clock[0] += 1.0  # not due yet: nothing printed
     progress.report()
     assert capsys.readouterr().out == ''
