@@ -10,12 +10,11 @@ imports TensorFlow quietly. Used by ``ThreadActorPool``
 
 import queue
 import threading
-import time
 from typing import Any, Callable, List, Optional
 
 from alf_rl.utils.stop_request import (STOPPED, STOPPED_PHRASE, TIMED_OUT,
-                                       WaitCancelled, stop_requested,
-                                       wait_outcome)
+                                       AwakeClock, WaitCancelled,
+                                       stop_requested, wait_outcome)
 
 
 class ActorFailedError(RuntimeError):
@@ -104,7 +103,7 @@ class MessageQueue(object):
             WaitCancelled: training was asked to stop, and no message came
                 within ``STOP_GRACE_SECONDS`` of that or an actor failed.
         """
-        start = time.monotonic()
+        clock = AwakeClock()  # a suspension of this process does not count
         while True:
             if self._failures:
                 if stop_requested():  # e.g. an actor's wait cut short
@@ -113,7 +112,7 @@ class MessageQueue(object):
             try:
                 return self._queue.get(timeout=0.05)
             except queue.Empty:
-                outcome = wait_outcome(start, timeout)
+                outcome = wait_outcome(clock.started, timeout, clock=clock)
                 if outcome == TIMED_OUT:
                     raise ActorFailedError(
                         "no actor sent experience for %.0f s (%s); an "

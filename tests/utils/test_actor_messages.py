@@ -39,3 +39,23 @@ def test_descriptions():
     assert describe_actor(0, 1) == 'actor 0 (environment 0)'
     assert one_line_error(RuntimeError('a\n\n  last line  \n')) == (
         'RuntimeError: last line')
+
+
+def test_a_suspension_of_the_process_does_not_time_out_the_wait(monkeypatch):
+    """A process stopped for 10 minutes (Ctrl-Z) while the learner waits:
+    the gap counts as 2 s of the 5 s timeout, and the message that comes
+    after waking is returned (it timed out at once before)."""
+    import time
+
+    from alf_rl.utils import stop_request
+
+    real, calls = time.monotonic, [0]
+
+    def monotonic():
+        calls[0] += 1
+        return real() + (600.0 if calls[0] > 1 else 0.0)
+
+    monkeypatch.setattr(stop_request.time, 'monotonic', monotonic)
+    q = MessageQueue(1, threading.Event())
+    threading.Timer(0.3, q.put, args=('late',)).start()
+    assert q.get(5.0, lambda: '1 actor running') == 'late'
