@@ -40,7 +40,7 @@ from alf_rl.trainers.gin_scope import GinState, own_gin_config
 from alf_rl.trainers.progress import RunClock, format_secs
 from alf_rl.trainers.summaries import RunSummaries
 from alf_rl.utils import summary as summary_utils
-from alf_rl.utils.common import set_random_seed
+from alf_rl.utils.common import loop_traced_once, set_random_seed
 
 
 def _check_offline_config(
@@ -170,7 +170,7 @@ class OfflineTrainer(object):
         # train() runs in the gin configuration the run was built in.
         self._gin_state = [GinState.capture()]
         self._call = (
-            tf.function(self._iterations)
+            tf.function(self._iterations, autograph=False)
             if config.execution.use_tf_functions
             else self._iterations
         )
@@ -346,12 +346,10 @@ class OfflineTrainer(object):
         return self._algorithm.train(experience)
 
     def _iterations(self, num_updates: tf.Tensor) -> Any:
-        """``num_updates`` updates (>= 1); the last one's ``LossInfo``."""
-        loss_info = self._one_update()
-        return tf.while_loop(
-            lambda i, _: i < num_updates,
-            lambda i, _: (i + 1, self._one_update()),
-            (tf.constant(1), loss_info),
+        """``num_updates`` updates (>= 1); the last one's ``LossInfo``
+        (the update traced once: ``loop_traced_once``)."""
+        return loop_traced_once(
+            lambda i, carry: (carry, self._one_update()), (), num_updates
         )[1]
 
     def _run_call(self, clock: RunClock) -> Any:
