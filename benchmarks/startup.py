@@ -148,10 +148,8 @@ def main() -> None:
             cache = tempfile.mkdtemp(prefix='alf_xla_cache_')
             for mode in args.modes.split(','):
                 for n in seeds:
-                    row = ' '.join(
-                        x for x in (mode, tree_name, seeds_label(n, seeds))
-                        if x
-                    )
+                    label = seeds_label(n) if args.seeds else ''
+                    row = ' '.join(x for x in (mode, tree_name, label) if x)
                     params = list(args.gin_param)
                     if n > 1:
                         params.append('TrainerConfig.num_seeds=%d' % n)
@@ -169,7 +167,7 @@ def main() -> None:
     lines = medians(rows, args)
     print('\n'.join(lines))
     if args.write:
-        block = 'startup_seeds' if len(seeds) > 1 else 'startup'
+        block = 'startup_seeds' if args.seeds else 'startup'
         write_block(args.write, block, lines)
 
 
@@ -194,11 +192,8 @@ def parse_seeds(text: Optional[str]) -> List[int]:
     return sizes
 
 
-def seeds_label(n: int, seeds: List[int]) -> str:
-    """A row's population label (``'16 seeds'``; empty without
-    ``--seeds``)."""
-    if seeds == [1]:
-        return ''
+def seeds_label(n: int) -> str:
+    """A row's population label with ``--seeds`` (``'16 seeds'``)."""
     return '1 seed' if n == 1 else '%d seeds' % n
 
 
@@ -207,13 +202,16 @@ def medians(
 ) -> List[str]:
     """The markdown table of the medians per mode, and a line saying
     what was run, when, and the machine's load."""
-    by_seeds = bool(getattr(args, 'seeds', None))
+    by_seeds = bool(getattr(args, 'seeds', None))  # --seeds given
     lines = [
         '| `%s` | to the end of the 1st iteration (s) | to exit (s)'
         ' | first_iteration_secs | CPU s |%s'
-        % (os.path.basename(args.gin_file),
-           ' exit vs 1 seed |' if by_seeds else ''),
-        '| --- | ---: | ---: | ---: | ---: |' + (' ---: |' if by_seeds else ''),
+        % (
+            os.path.basename(args.gin_file),
+            ' exit vs 1 seed |' if by_seeds else '',
+        ),
+        '| --- | ---: | ---: | ---: | ---: |'
+        + (' ---: |' if by_seeds else ''),
     ]
     exits = {}
     for mode, runs in rows.items():

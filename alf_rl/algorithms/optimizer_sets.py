@@ -131,18 +131,31 @@ class OptimizerSets:
         """
         for optimizer, variables in self.get_optimizer_and_variable_sets():
             _check_hyperparameters(optimizer)
-            if hasattr(optimizer, 'build'):
-                optimizer.build(variables)
-            elif hasattr(optimizer, '_create_all_weights'):
-                # tf_keras' legacy optimizers (LegacyAdam): slots, hypers
-                # and ``iterations``, as their ``apply_gradients`` would.
-                optimizer._create_all_weights(variables)
+            create_optimizer_slots(optimizer, variables)
 
     @property
     def trainable_variables(self) -> List[tf.Variable]:
         """All variables this algorithm trains, without duplicates."""
         own, sets = self._collect()
         return _unique(own + [v for _, vs in sets for v in vs])
+
+
+def create_optimizer_slots(optimizer: Any,
+                           variables: List[tf.Variable]) -> None:
+    """Creates ``optimizer``'s variables for ``variables`` now (its slots,
+    hyperparameters and step counter), as its first ``apply_gradients``
+    would: a ``tf.function`` that creates variables on its first call is
+    traced twice, and a checkpoint restores them directly.
+
+    Args:
+        optimizer: a tf_keras optimizer (``build``) or legacy optimizer
+            such as ``LegacyAdam`` (``_create_all_weights``).
+        variables: the variables it will update.
+    """
+    if hasattr(optimizer, 'build'):
+        optimizer.build(variables)
+    elif hasattr(optimizer, '_create_all_weights'):
+        optimizer._create_all_weights(variables)
 
 
 def _check_hyperparameters(optimizer: Any) -> None:

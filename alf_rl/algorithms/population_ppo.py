@@ -29,6 +29,7 @@ import gin
 import tensorflow as tf
 import tf_keras
 
+from alf_rl.algorithms.optimizer_sets import create_optimizer_slots
 from alf_rl.networks.population_network import PopulationMLP, check_seeds
 from alf_rl.ops import losses, policy_losses, value_ops
 from alf_rl.utils.config_types import is_number
@@ -215,10 +216,10 @@ class PopulationPPO(tf.Module):
         )
 
     def build_optimizer(self) -> None:
-        """Creates Adam's slot variables (and its step counter) now, as
-        its first ``apply_gradients`` would: called before the update is
-        traced, so that the trace creates no variables."""
-        self.optimizer._create_all_weights(self.trainable_variables)
+        """Creates Adam's slot variables (and its step counter) now
+        (``create_optimizer_slots``): called before the update is traced,
+        so that the trace creates no variables."""
+        create_optimizer_slots(self.optimizer, self.trainable_variables)
 
     @property
     def population_size(self) -> int:

@@ -442,18 +442,11 @@ class PopulationRun(object):
             _refuse('callbacks %r' % (list(callbacks),))
         start = time.time()
         progress = _Progress(self.trainer, self.num_iterations)
-        first_iteration: List[float] = []
-
-        def after_iteration() -> bool:
-            if not first_iteration:
-                first_iteration.append(time.time() - start)
-            return progress.report() or self._stop
-
         stats = self.trainer.train(
             self.num_iterations,
             summary_interval=self._config.summary_interval,
             checkpoint_interval=self._config.checkpoint_interval,
-            should_stop=after_iteration,
+            should_stop=lambda: progress.report() or self._stop,
         )
         del stats  # the variables hold the same, also after a resume
         returns = [float(r) for r in self.trainer.average_return.numpy()]
@@ -469,8 +462,10 @@ class PopulationRun(object):
             'Metrics/AverageReturn_max': max(returns),
             'train_secs': time.time() - start,
         }
-        if first_iteration:
-            result['first_iteration_secs'] = first_iteration[0]
+        if progress.first_iteration_end is not None:
+            result['first_iteration_secs'] = (
+                progress.first_iteration_end - start
+            )
         for seed, value in zip(self.trainer.seeds, returns):
             result['seed_%d/Metrics/AverageReturn' % seed] = value
         if self._stop and result['iterations'] < self.num_iterations:
@@ -495,16 +490,24 @@ class _Progress(object):
         self._trainer = trainer
         self._num_iterations = num_iterations
         self._last = 0.0
+        # (time, iteration) at the first report: the end of this process's
+        # first iteration.
         self._base: Optional[Tuple[float, int]] = None
+
+    @property
+    def first_iteration_end(self) -> Optional[float]:
+        """``time.time()`` at the end of this process's first iteration
+        (its first report), or None before it."""
+        return None if self._base is None else self._base[0]
 
     def report(self) -> bool:
         """Prints the line when due; returns False (never asks to stop)."""
         now = time.time()
+        if self._base is not None and now - self._last < 5.0:
+            return False
         iteration = int(self._trainer.iteration.numpy())
         if self._base is None:
             self._base = (now, iteration)
-        if now - self._last < 5.0:
-            return False
         self._last = now
         returns: List[float] = list(self._trainer.average_return.numpy())
         parts = [
