@@ -76,7 +76,14 @@ each ``--at`` step (the last point at or before it, within 1%, with that
 point's step; ``not yet`` when the run has not reached the step), the
 last point and the wall time so far.
 
-``--records DIR`` (collect, table) reads and writes records elsewhere than
+A fourth draws records' curves (the thinned curve each record holds, so
+a plot does not need the runs' event files, which may be gone with the
+machine that ran them) as one SVG chart, a line per seed::
+
+    python benchmarks/benchmark_table.py plot \
+        --out docs/curves/off_policy_mujoco.svg sac_half_cheetah td3_half_cheetah
+
+``--records DIR`` (collect, table, plot) reads and writes records elsewhere than
 ``docs/benchmarks/records`` of this repository. A mistake (a run dir
 without event files, a missing metric, a bad flag, no records, missing
 markers) prints one line naming the value and exits 2.
@@ -95,7 +102,7 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
 
 from alf_rl.utils.checkpoint import atomic_write_text  # noqa: E402
 from alf_rl.utils.curves import (read_curve, read_scalar_events,  # noqa: E402
-                                 scalar_tags)
+                                 scalar_tags, svg_line_chart)
 from alf_rl.utils.stats import bootstrap_ci  # noqa: E402
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -1040,17 +1047,95 @@ def run_table(args: argparse.Namespace) -> int:
     return 0
 
 
+def load_named_records(records_dir: str,
+                       names: Sequence[str]) -> List[Dict[str, Any]]:
+    """The records ``names`` (file names without ``.json``), in that order.
+
+    Args:
+        records_dir: the directory ``collect`` wrote to.
+        names: record names.
+    Returns:
+        One record per name.
+    Raises:
+        UsageError: a name given twice, or one without a record (the line
+            names the records there).
+    """
+    records, seen = [], set()
+    for name in names:
+        if name in seen:
+            raise UsageError('record %s given twice' % name)
+        seen.add(name)
+        path = os.path.join(records_dir, name + '.json')
+        if not os.path.isfile(path):
+            there = sorted(os.path.basename(p)[:-len('.json')] for p in
+                           glob.glob(os.path.join(records_dir, '*.json')))
+            raise UsageError('no record %s in %s (records there: %s)' % (
+                name, records_dir, ', '.join(there) or 'none'))
+        try:
+            with open(path) as f:
+                record = json.load(f)
+        except (OSError, ValueError) as e:
+            raise UsageError('%s: not readable as JSON (%s)' % (path, e)) from None
+        _check_record(path, record)
+        records.append(record)
+    return records
+
+
+def records_chart(records: Sequence[Dict[str, Any]],
+                  title: str = '') -> str:
+    """An SVG chart of the records' curves, a line per seed.
+
+    Args:
+        records: records as ``collect`` writes them.
+        title: the chart's title (default: the records' metrics).
+    Returns:
+        The SVG document: each seed's ``curve`` ([env steps, value] points)
+        labelled ``'<algorithm> <task> seed <k> (<source>)'``.
+    Raises:
+        UsageError: no record has a curve point.
+    """
+    series = []
+    for r in records:
+        for s in r['seeds']:
+            label = '%s %s seed %s (%s)' % (r['algorithm'], r['task'],
+                                            s['seed'], r['source'])
+            series.append((label, [(x, y) for x, y in s['curve']]))
+    if not any(points for _, points in series):
+        raise UsageError('records %s have no curve points' % ', '.join(
+            r['name'] for r in records))
+    metrics = sorted({r['metric'] for r in records})
+    return svg_line_chart(series, title=title or ' / '.join(metrics),
+                          x_label='env steps', y_label=' / '.join(metrics))
+
+
+def run_plot(args: argparse.Namespace) -> int:
+    """The ``plot`` command: writes ``--out`` (atomically); returns 0."""
+    if not args.out.endswith('.svg'):
+        raise UsageError('--out %s: expected a file name ending in .svg' %
+                         args.out)
+    out_dir = os.path.dirname(os.path.abspath(args.out))
+    if not os.path.isdir(out_dir):
+        raise UsageError('--out %s: %s is not a directory' % (args.out,
+                                                              out_dir))
+    records = load_named_records(args.records, args.names)
+    atomic_write_text(args.out, records_chart(records, args.title))
+    print('%s: wrote %s (%d records, %d seeds)' % (
+        _PROG, args.out, len(records),
+        sum(len(r['seeds']) for r in records)))
+    return 0
+
+
 # ---------------------------------------------------------------------------
 # command line
 # ---------------------------------------------------------------------------
 
 
 def _parser() -> argparse.ArgumentParser:
-    """The command-line flags of both commands."""
+    """The command-line flags of the commands."""
     p = _Parser(prog='benchmark_table.py',
                 description=__doc__.split('\n')[0])
     sub = p.add_subparsers(dest='command', required=True,
-                           metavar='{collect,table,points}',
+                           metavar='{collect,table,points,plot}',
                            parser_class=_Parser)
     c = sub.add_parser('collect', help='Event files of runs -> a record.')
     c.add_argument('--name', required=True, help='Record name (file name).')
@@ -1084,6 +1169,12 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument('--at', required=True, help="Env steps, e.g. '1M,2M'.")
     q.add_argument('run_dirs', nargs='+', metavar='RUN_DIR',
                    help='alf-train root dirs.')
+    g = sub.add_parser('plot', help="Records' curves -> an SVG chart.")
+    g.add_argument('--out', required=True, help='The .svg file to write.')
+    g.add_argument('--title', default='', help='Chart title.')
+    g.add_argument('--records', default=DEFAULT_RECORDS)
+    g.add_argument('names', nargs='+', metavar='NAME',
+                   help='Record names (docs/benchmarks/records/NAME.json).')
     return p
 
 
@@ -1101,7 +1192,7 @@ def _report_record(record: Dict[str, Any], path: str) -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Runs ``collect``, ``table`` or ``points``; returns the exit code
+    """Runs ``collect``, ``table``, ``points`` or ``plot``; returns the exit code
     (0; 1: a ``--check`` found a difference; 2: a mistake, printed as one
     line)."""
     try:
@@ -1114,6 +1205,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print(points_table(args.run_dirs, args.metric, args.source,
                                parse_steps(args.at)), end='')
             return 0
+        if args.command == 'plot':
+            return run_plot(args)
         return run_table(args)
     except UsageError as e:
         print('%s: error: %s' % (_PROG, e), file=sys.stderr)

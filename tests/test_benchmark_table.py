@@ -491,3 +491,36 @@ def test_population_run_mistakes_are_one_line(population, runs, tmp_path,
         f.write('TrainerConfig.random_seed = 4\n')
     _error(capsys, base + ['--source', 'train', population, str(other)],
            'both train seed 4', str(other))
+
+
+def test_plot_draws_a_line_per_seed_from_the_records(records, tmp_path,
+                                                     capsys):
+    directory, _ = records
+    out = tmp_path / 'curves.svg'
+    assert bt.main(['plot', '--records', directory, '--out', str(out),
+                    '--title', 'Hopper', 'ppo_hopper', 'a2c_hopper']) == 0
+    assert 'wrote %s (2 records, 4 seeds)' % out in capsys.readouterr().out
+    svg = out.read_text()
+    assert svg.startswith('<svg') and '>Hopper<' in svg
+    for label in ('PPO Hopper-v5 seed 0 (eval)', 'PPO Hopper-v5 seed 1 (eval)',
+                  'A2C Hopper-v5 seed 0 (train)',
+                  'A2C Hopper-v5 seed 1 (train)'):
+        assert '>%s<' % label in svg, label
+    assert svg.count('<polyline') == 4
+    # The eval curve of seed 1 (50, 200, 500 at 1k, 2k, 4k) spans the axis
+    # up to 500 and out to 4,000 env steps.
+    assert '>500<' in svg and '>4000<' in svg
+
+
+def test_plot_mistakes_are_one_line(records, tmp_path, capsys):
+    directory, _ = records
+    out = str(tmp_path / 'c.svg')
+    base = ['plot', '--records', directory, '--out']
+    _error(capsys, base + [out, 'sac_hopper'], 'no record sac_hopper',
+           'records there: a2c_hopper, ppo_hopper')
+    _error(capsys, base + [out, 'ppo_hopper', 'ppo_hopper'], 'given twice')
+    _error(capsys, base + [str(tmp_path / 'c.png'), 'ppo_hopper'],
+           'c.png', '.svg')
+    _error(capsys, base + [str(tmp_path / 'no' / 'c.svg'), 'ppo_hopper'],
+           'is not a directory')
+    assert not os.listdir(str(tmp_path))  # nothing written on a mistake
