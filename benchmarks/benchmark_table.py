@@ -39,6 +39,11 @@ Two steps, so that no figure in the table is typed by hand:
    written, from the same event files), or null when it never did; e.g.
    the runs of ``benchmarks/time_to_score.py --root_dir DIR`` (which stop
    there: ``--source train``).
+   With ``--add`` the existing record NAME keeps the seeds that the runs
+   given do not train, and gets theirs: more seeds of a benchmark whose
+   first runs' directories are gone (collected the same way: task,
+   algorithm, gin, metric, source and threshold must agree; every run
+   needs its ``random_seed``).
 
 2. ``table`` renders every record as one markdown table, sorted by task,
    then algorithm, then name::
@@ -592,12 +597,59 @@ def _check_seeds(run_dirs: Sequence[str]) -> None:
             by_seed[seed] = run_dir
 
 
+def kept_seeds(args: argparse.Namespace, gin: str,
+               new: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """``collect --add``: the entries of the existing record ``args.name``
+    whose seeds none of the new runs trains (their run dirs may be gone
+    with the machine that ran them).
+
+    Args:
+        args: the ``collect`` flags.
+        gin: ``args.gin`` relative to the repository.
+        new: the entries read from ``args.run_dirs``.
+    Returns:
+        The existing entries to keep (a new run of the same seed replaces
+        its entry).
+    Raises:
+        UsageError: no record to add to, one collected otherwise (another
+            task, algorithm, gin file, metric, source or threshold), an
+            entry without a seed in it or among the new runs (which runs
+            it holds cannot be told).
+    """
+    path = os.path.join(args.records, args.name + '.json')
+    if not os.path.isfile(path):
+        raise UsageError('--add: no record %s to add to (collect it first '
+                         'without --add)' % path)
+    try:
+        with open(path) as f:
+            old = json.load(f)
+    except (OSError, ValueError) as e:
+        raise UsageError('%s: not readable as JSON (%s)' % (path, e)) from None
+    _check_record(path, old)
+    given = dict(task=args.task, algorithm=args.algorithm, gin=gin,
+                 metric=args.metric, source=args.source,
+                 threshold=args.threshold)
+    for key, value in given.items():
+        if old.get(key) != value:
+            raise UsageError('--add: %s has %s %r, these runs %r (collect '
+                             'them under another --name)' % (
+                                 path, key, old.get(key), value))
+    unknown = [s.get('run_dir') for s in list(old['seeds']) + list(new)
+               if s.get('seed') is None]
+    if unknown:
+        raise UsageError('--add: %s has no TrainerConfig.random_seed, so '
+                         'which seeds the record holds cannot be told' %
+                         unknown[0])
+    taken = {s['seed'] for s in new}
+    return [s for s in old['seeds'] if s['seed'] not in taken]
+
+
 def collect(args: argparse.Namespace) -> Dict[str, Any]:
     """Reads the runs of ``args`` (the ``collect`` flags) into a record.
 
     Args:
         args: name, task, algorithm, gin, metric, source, reference,
-            threshold (None: none), run_dirs.
+            threshold (None: none), add, records, run_dirs.
     Returns:
         The record (JSON-able dict); its ``seeds`` sorted by seed (runs
         without a known seed last, in the order given).
@@ -617,6 +669,8 @@ def collect(args: argparse.Namespace) -> Dict[str, Any]:
         else:
             seeds.append(read_run(d, args.metric, args.source,
                                   args.threshold))
+    if args.add:
+        seeds += kept_seeds(args, gin, seeds)
     seeds.sort(key=lambda e: (e['seed'] is None, e['seed'] or 0))
     tag = _TAG_PREFIX + args.metric
     if all(s.get('population') for s in seeds):
@@ -1151,6 +1205,10 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument('--threshold', type=float, default=None,
                    help='Also record the env steps and wall time to this '
                    'value of the metric.')
+    c.add_argument('--add', action='store_true',
+                   help='Keep the seeds of the existing record NAME that '
+                   'these runs do not train (e.g. seed 0, whose run dir '
+                   'is gone) and add these.')
     c.add_argument('--records', default=DEFAULT_RECORDS)
     c.add_argument('run_dirs', nargs='+', metavar='RUN_DIR',
                    help='alf-train root dirs, one per seed.')

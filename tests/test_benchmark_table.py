@@ -524,3 +524,44 @@ def test_plot_mistakes_are_one_line(records, tmp_path, capsys):
     _error(capsys, base + [str(tmp_path / 'no' / 'c.svg'), 'ppo_hopper'],
            'is not a directory')
     assert not os.listdir(str(tmp_path))  # nothing written on a mistake
+
+
+def test_collect_add_keeps_the_seeds_whose_runs_are_gone(runs, records,
+                                                         tmp_path, capsys):
+    out = tmp_path / 'records'
+    flags = ['--name', 'ppo_hopper', '--algorithm', 'PPO', '--reference',
+             'ref']
+    assert _collect(out, [runs['seed0']], *flags) == 0
+    seed0 = _load(str(out), 'ppo_hopper')['seeds']
+    assert [s['seed'] for s in seed0] == [0]
+    # Seed 0's run dir is not given again (as if gone): its entry stays.
+    assert _collect(out, [runs['seed1']], '--add', *flags) == 0
+    both = _load(str(out), 'ppo_hopper')
+    assert [s['seed'] for s in both['seeds']] == [0, 1]
+    assert both['seeds'][0] == seed0[0]
+    # The same as collecting both at once.
+    assert both == _load(records[0], 'ppo_hopper') | {'reference': 'ref'}
+    # A run of a seed already there replaces its entry, not duplicates it.
+    assert _collect(out, [runs['seed1']], '--add', *flags) == 0
+    assert _load(str(out), 'ppo_hopper') == both
+    capsys.readouterr()
+
+
+def test_collect_add_mistakes_are_one_line(runs, tmp_path, capsys):
+    out = str(tmp_path / 'records')
+    base = ['collect', '--name', 'x', '--task', 'Hopper-v5', '--algorithm',
+            'PPO', '--gin', GIN, '--records', out]
+    _error(capsys, base + ['--add', runs['seed1']], 'no record',
+           'x.json', 'without --add')
+    assert bt.main(base + [runs['seed0']]) == 0
+    _error(capsys, base + ['--add', '--source', 'train', runs['seed1']],
+           "source 'eval'", "'train'")
+    _error(capsys, base[:6] + ['SAC'] + base[7:] + ['--add', runs['seed1']],
+           "algorithm 'PPO'", "'SAC'")
+    _error(capsys, base + ['--add', '--threshold', '100', runs['seed1']],
+           'threshold None', '100.0')
+    no_seed = tmp_path / 'no_seed'
+    _summary_writes(str(no_seed / 'eval'), [(1000, 1.0)])
+    _error(capsys, base + ['--add', str(no_seed)], str(no_seed),
+           'random_seed')
+    assert [s['seed'] for s in _load(out, 'x')['seeds']] == [0]
