@@ -63,7 +63,7 @@ docs: install-test
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict -d site
 
 lint: install-test
-	$(VENV)/bin/ruff check alf_rl tests
+	$(VENV)/bin/ruff check alf_rl tests benchmarks examples
 	$(VENV)/bin/mypy
 
 format-check: install-test

@@ -148,8 +148,8 @@ def main():
                               lite(observation=array)['action'])
         fns = {
             'predict (tf.function)': _predict_fn(tf, algorithm, tensor),
-            'SavedModel signature': lambda: saved(observation=tensor),
-            'TFLite signature runner': lambda: lite(observation=array),
+            'SavedModel signature': lambda t=tensor: saved(observation=t),
+            'TFLite signature runner': lambda a=array: lite(observation=a),
             'TFLite invoke': _invoke_fn(out + '.tflite', array),
         }
         onnx = _onnx_fn(algorithm, out, array)

@@ -99,7 +99,7 @@ def main():
     for unroll in (8, 32):
         driver = OnPolicyDriver(env, alg, train_interval=unroll)
 
-        def measure_train():
+        def measure_train(driver=driver, unroll=unroll):
             driver.run()
             iterations = max(steps // unroll // 4, 20)
             start = time.perf_counter()

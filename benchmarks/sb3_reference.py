@@ -6,8 +6,9 @@ the wall-clock from ``learn()``'s start (and from process start) until the
 mean return of the last ``--window`` finished training episodes reaches the
 threshold, and when its first update was done (seconds from process start:
 compare with the end of ``alf-train``'s first iteration, which
-``benchmarks/startup.py`` prints) -- the same stopping rule as ``time_to_score.py`` (whose
-``AverageReturn`` is the mean of the last 10 training episodes).
+``benchmarks/startup.py`` prints) -- the same stopping rule as
+``time_to_score.py`` (whose ``AverageReturn`` is the mean of the last 10
+training episodes).
 
 ``--algo ppo_hopper --budget N --seeds S`` trains SB3's PPO with the zoo's
 Hopper settings (``VecNormalize`` with gamma 0.999) and prints, every 50k

@@ -2,7 +2,7 @@
 ``pyproject.toml``, over the package; ``make test`` runs them through this
 file, so a new violation fails the suite.
 
-1. ``ruff check alf_rl tests`` passes. Its per-file ignores are the
+1. ``ruff check alf_rl tests benchmarks examples`` passes. Its per-file ignores are the
    permanent, reasoned ones of ``_RUFF_PERMANENT_IGNORES`` and nothing else:
    a new violation is fixed (or, where a rule is wrong for one line, gets a
    ``# noqa: CODE`` with the reason), never ignored for a whole file.
@@ -87,7 +87,8 @@ def test_ruff_check_passes():
         'one line with the reason) instead of ignoring a file')
     proc = subprocess.run(
         [sys.executable, '-m', 'ruff', 'check', '--no-cache',
-         '--output-format', 'concise', 'alf_rl', 'tests'],
+         '--output-format', 'concise', 'alf_rl', 'tests', 'benchmarks',
+         'examples'],
         cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
