@@ -1,7 +1,8 @@
 """Trace-time argument checks of ``ReplayBuffer``: one clear line naming
 the value and what was expected."""
 
-from typing import Any
+import logging
+from typing import Any, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -99,3 +100,66 @@ def check_add_args(batch: Nest, env_ids: Any, data_spec: Nest,
                 "add_batch writes row i to environment env_ids[i]" %
                 (path, b, n))
     return env_ids
+
+
+_GB = 1e9
+
+
+def available_memory(meminfo: str = '/proc/meminfo'
+                     ) -> Optional[Tuple[int, int]]:
+    """``(MemAvailable, SwapFree)`` in bytes, read from Linux's
+    ``/proc/meminfo``; ``None`` where it cannot be read (other systems).
+
+    Args:
+        meminfo: the file to read.
+    Returns:
+        ``(available, swap_free)`` bytes, or ``None``.
+    """
+    fields = {}
+    try:
+        with open(meminfo) as f:
+            for line in f:
+                key, _, rest = line.partition(':')
+                parts = rest.split()
+                if parts and parts[0].isdigit():
+                    fields[key] = int(parts[0]) * (
+                        1024 if parts[1:] == ['kB'] else 1)
+    except OSError:
+        return None
+    if 'MemAvailable' not in fields:
+        return None
+    return fields['MemAvailable'], fields.get('SwapFree', 0)
+
+
+def check_fits_in_memory(needed: int, what: str, hint: str = '',
+                         meminfo: str = '/proc/meminfo') -> None:
+    """Refuses, before it is allocated, a buffer that this machine's free
+    memory and swap cannot hold (the allocation would be killed by the
+    kernel without a message); logs a warning when it fits only with swap.
+
+    Args:
+        needed: bytes the buffer's variables will take.
+        what: the buffer and the argument that sized it, for the message
+            (e.g. ``'ReplayBuffer: capacity 1000000'``).
+        hint: what to change, appended to the message.
+        meminfo: the memory table to read (``available_memory``); nothing
+            is checked where it cannot be read.
+    Raises:
+        ValueError: ``needed`` > MemAvailable + SwapFree.
+    """
+    memory = available_memory(meminfo)
+    if memory is None:
+        return
+    available, swap = memory
+    if needed > available + swap:
+        raise ValueError(
+            "%s needs %.1f GB, more than the %.1f GB of memory this machine "
+            "has available (MemAvailable %.1f GB + SwapFree %.1f GB in "
+            "/proc/meminfo)%s" % (what, needed / _GB,
+                                 (available + swap) / _GB, available / _GB,
+                                 swap / _GB, '; ' + hint if hint else ''))
+    if needed > available:
+        logging.warning(
+            "%s needs %.1f GB, more than the %.1f GB of memory available "
+            "without swap: training will swap (slowly)%s", what,
+            needed / _GB, available / _GB, '; ' + hint if hint else '')

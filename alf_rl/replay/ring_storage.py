@@ -15,7 +15,8 @@ import numpy as np
 import tensorflow as tf
 
 from alf_rl.data_structures import StepType
-from alf_rl.replay.buffer_checks import check_capacity, check_data_spec
+from alf_rl.replay.buffer_checks import (check_capacity, check_data_spec,
+                                         check_fits_in_memory)
 from alf_rl.replay.frame_stacks import (find_frame_stack, frame_slots,
                                         rebuild_stacks)
 from alf_rl.utils.nest import Nest
@@ -67,6 +68,11 @@ class RingStorage(tf.Module):
         frame_stack: nest path of a [..., N] leaf stored one frame per step.
         step_type_path: nest path of the [] ``StepType`` leaf.
         name: module name.
+
+    Raises:
+        ValueError: a bad spec or capacity, or a buffer larger than the
+            machine's available memory and swap (checked before anything
+            is allocated; ``buffer_checks.check_fits_in_memory``).
     """
 
     def __init__(self,
@@ -99,6 +105,9 @@ class RingStorage(tf.Module):
         # Frames of ``frame_stack`` live in a longer ring: the N - 1 steps
         # before the oldest stored one are kept for its stack.
         self._frame_length = self._max_length + self._num_frames - 1
+        check_fits_in_memory(self.capacity * self.bytes_per_item,
+                             '%s: capacity %d' % (self.name, capacity),
+                             self._memory_hint(frame_stack))
         with tf.device(device), tf.name_scope(name):
             self._create_data_variables()
             self._start = tf.Variable(tf.zeros([self._num_envs], tf.int64),
@@ -107,6 +116,19 @@ class RingStorage(tf.Module):
             self._end = tf.Variable(tf.zeros([self._num_envs], tf.int64),
                                     trainable=False,
                                     name='end')
+
+    def _memory_hint(self, frame_stack: Optional[str]) -> str:
+        """What to change when the buffer does not fit in memory."""
+        hint = ('lower the capacity (TrainerConfig.replay_buffer_capacity '
+                'in alf-train)')
+        frames = [s for s in tf.nest.flatten(self._data_spec)
+                  if s.dtype == tf.uint8 and s.shape.rank >= 3]
+        if frame_stack is None and frames:
+            hint += (', or store each frame of the %s stacks once '
+                     '(TrainerConfig.replay_frame_stack = True; '
+                     'ReplayBuffer(frame_stack=...))' %
+                     frames[0].shape.as_list())
+        return hint
 
     def _create_data_variables(self):
         """One variable per leaf of ``data_spec``, stored flat: slot
