@@ -23,9 +23,11 @@ import sys
 import time
 from typing import Dict, List
 
-import tensorflow as tf
+from alf_rl.bin.quiet import import_tensorflow
 
-from alf_rl.trainers.population_trainer import PopulationTrainer
+tf = import_tensorflow()  # quietly, with alf-train's thread settings
+
+from alf_rl.trainers.population_trainer import PopulationTrainer  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from docs_block import write_block  # noqa: E402

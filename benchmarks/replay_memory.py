@@ -21,10 +21,11 @@ import os
 import resource
 import time
 
-os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
+import numpy as np
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+from alf_rl.bin.quiet import import_tensorflow
+
+tf = import_tensorflow()  # quietly, with alf-train's thread settings
 
 from alf_rl.data_structures import Experience, StepType  # noqa: E402
 from alf_rl.replay import ReplayBuffer  # noqa: E402
