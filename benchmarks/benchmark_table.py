@@ -620,12 +620,7 @@ def kept_seeds(args: argparse.Namespace, gin: str,
     if not os.path.isfile(path):
         raise UsageError('--add: no record %s to add to (collect it first '
                          'without --add)' % path)
-    try:
-        with open(path) as f:
-            old = json.load(f)
-    except (OSError, ValueError) as e:
-        raise UsageError('%s: not readable as JSON (%s)' % (path, e)) from None
-    _check_record(path, old)
+    old = read_record(path)
     given = dict(task=args.task, algorithm=args.algorithm, gin=gin,
                  metric=args.metric, source=args.source,
                  threshold=args.threshold)
@@ -729,6 +724,25 @@ def _check_record(path: str, record: Any) -> None:
                          (path, ', '.join(missing)))
 
 
+def read_record(path: str) -> Dict[str, Any]:
+    """The record at ``path``.
+
+    Args:
+        path: a ``NAME.json`` file that ``collect`` wrote.
+    Returns:
+        The record (dict).
+    Raises:
+        UsageError: not readable as JSON, or not a record.
+    """
+    try:
+        with open(path) as f:
+            record = json.load(f)
+    except (OSError, ValueError) as e:
+        raise UsageError('%s: not readable as JSON (%s)' % (path, e)) from None
+    _check_record(path, record)
+    return record
+
+
 def load_records(records_dir: str) -> List[Dict[str, Any]]:
     """Every ``*.json`` record of a directory, sorted by task, algorithm
     and name (case-insensitively, then exactly).
@@ -747,13 +761,7 @@ def load_records(records_dir: str) -> List[Dict[str, Any]]:
                          records_dir)
     records = []
     for path in paths:
-        try:
-            with open(path) as f:
-                record = json.load(f)
-        except (OSError, ValueError) as e:
-            raise UsageError('%s: not readable as JSON (%s)' % (path, e)) from None
-        _check_record(path, record)
-        records.append(record)
+        records.append(read_record(path))
     return sorted(records, key=lambda r: (
         r['task'].lower(), r['algorithm'].lower(), r['name'].lower(),
         r['task'], r['algorithm'], r['name']))
@@ -1125,13 +1133,7 @@ def load_named_records(records_dir: str,
                            glob.glob(os.path.join(records_dir, '*.json')))
             raise UsageError('no record %s in %s (records there: %s)' % (
                 name, records_dir, ', '.join(there) or 'none'))
-        try:
-            with open(path) as f:
-                record = json.load(f)
-        except (OSError, ValueError) as e:
-            raise UsageError('%s: not readable as JSON (%s)' % (path, e)) from None
-        _check_record(path, record)
-        records.append(record)
+        records.append(read_record(path))
     return records
 
 
