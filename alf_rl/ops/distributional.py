@@ -89,8 +89,8 @@ def quantile_huber_loss(
 
     Args:
         theta: [..., N] float32 predicted quantiles.
-        targets: [..., M] float32 target samples (the same [...]) (no gradient is taken
-            through them).
+        targets: [..., M] float32 target samples, the same leading dims
+            (no gradient is taken through them).
         tau: [..., N] or [N] float32 fractions of ``theta``, in (0, 1).
         kappa: Huber threshold κ >= 0.
     Returns:
