@@ -4,7 +4,7 @@
 Usage::
 
     python benchmarks/replay_memory.py [--capacity 1000000] [--plain]
-        [--fill 20000]
+        [--fill 20000] [--checkpoint DIR]
 
 Builds a ``ReplayBuffer`` of ``--capacity`` DQN transitions (uint8
 [84, 84, 4] observation, step type, action, reward, discount) for one
@@ -14,11 +14,18 @@ resident memory after building it (and its peak), then the time of
 life-loss episodes are short) and of ``get_batch(32, 2)`` (the zoo's DQN
 batch). ``--plain`` builds the whole-stack buffer instead (28 GB at 1M:
 more than this machine has).
+
+``--checkpoint DIR`` then saves the buffer with a ``Checkpointer`` into
+``DIR`` (time, bytes on disk) and restores it in a fresh process (time,
+resident memory after building the buffer, after restoring it, and the
+peak): what resuming a run costs.
 """
 
 import argparse
 import os
 import resource
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -29,6 +36,7 @@ tf = import_tensorflow()  # quietly, with alf-train's thread settings
 
 from alf_rl.data_structures import Experience, StepType  # noqa: E402
 from alf_rl.replay import ReplayBuffer  # noqa: E402
+from alf_rl.utils.checkpoint import Checkpointer  # noqa: E402
 
 
 def _rss_gb() -> float:
@@ -43,22 +51,64 @@ def _peak_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
 
 
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    parser.add_argument('--capacity', type=int, default=1000000)
-    parser.add_argument('--fill', type=int, default=20000)
-    parser.add_argument('--plain', action='store_true')
-    args = parser.parse_args(argv)
+def _build(capacity: int, plain: bool) -> ReplayBuffer:
+    """The DQN Atari buffer: [84, 84, 4] uint8 observations, 1 env."""
     spec = Experience(step_type=tf.TensorSpec((), tf.int32),
                       reward=tf.TensorSpec((), tf.float32),
                       discount=tf.TensorSpec((), tf.float32),
                       observation=tf.TensorSpec((84, 84, 4), tf.uint8),
                       action=tf.TensorSpec((), tf.int64))
+    return ReplayBuffer(
+        spec, 1, capacity, seed=0,
+        frame_stack=None if plain else 'experience.observation')
+
+
+def _restore(directory: str, capacity: int, plain: bool) -> None:
+    """Builds the buffer, restores it from ``directory`` and reports the
+    memory and time (run in a fresh process by ``--checkpoint``)."""
+    buffer = _build(capacity, plain)
+    built = _rss_gb()
+    start = time.time()
+    Checkpointer(directory, replayer=buffer).restore()
+    print('restore (fresh process): %.1f s; resident %.2f GB after building '
+          'the buffer, %.2f GB after restoring it, peak %.2f GB '
+          '(buffer %.2f GB, %d steps back)' %
+          (time.time() - start, built, _rss_gb(), _peak_gb(),
+           buffer.nbytes / 1e9, int(buffer.total_size)))
+
+
+def _checkpoint(buffer: ReplayBuffer, directory: str, capacity: int,
+                plain: bool) -> None:
+    """Saves ``buffer`` into ``directory``, then restores it in a fresh
+    process."""
+    start = time.time()
+    prefix = Checkpointer(directory, replayer=buffer).save(1)
+    saved = time.time() - start
+    size = sum(os.path.getsize(os.path.join(root, name))
+               for root, _, names in os.walk(os.path.dirname(prefix))
+               for name in names)
+    print('save: %.1f s, %.2f GB on disk; peak resident %.2f GB' %
+          (saved, size / 1e9, _peak_gb()))
+    subprocess.run([sys.executable, os.path.abspath(__file__), '--capacity',
+                    str(capacity), '--restore', directory] +
+                   (['--plain'] if plain else []), check=True)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--capacity', type=int, default=1000000)
+    parser.add_argument('--fill', type=int, default=20000)
+    parser.add_argument('--plain', action='store_true')
+    parser.add_argument('--checkpoint', metavar='DIR',
+                        help='save into DIR, restore in a fresh process')
+    parser.add_argument('--restore', metavar='DIR', help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.restore:
+        _restore(args.restore, args.capacity, args.plain)
+        return
     before = _rss_gb()
     start = time.time()
-    buffer = ReplayBuffer(
-        spec, 1, args.capacity, seed=0,
-        frame_stack=None if args.plain else 'experience.observation')
+    buffer = _build(args.capacity, args.plain)
     print('%s buffer of %d transitions: %.2f GB in variables (%d B per '
           'transition), process +%.2f GB resident (peak %.2f GB), built in '
           '%.1f s' % ('whole-stack' if args.plain else 'frame_stack',
@@ -94,6 +144,8 @@ def main(argv=None) -> None:
     print('add_batch (1 env): %.0f us/step; get_batch(32, 2): %.0f us; '
           'peak resident %.2f GB' % (add_us, sample_us, _peak_gb()))
     assert data.observation.shape == (2, 32, 84, 84, 4)
+    if args.checkpoint:
+        _checkpoint(buffer, args.checkpoint, args.capacity, args.plain)
 
 
 if __name__ == '__main__':

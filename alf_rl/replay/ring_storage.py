@@ -19,6 +19,7 @@ from alf_rl.replay.buffer_checks import (check_capacity, check_data_spec,
                                          check_fits_in_memory)
 from alf_rl.replay.frame_stacks import (find_frame_stack, frame_slots,
                                         rebuild_stacks)
+from alf_rl.utils.chunked_state import ChunkedVariables
 from alf_rl.utils.nest import Nest
 
 
@@ -54,7 +55,7 @@ def _deps(*ops):
 
 
 
-class RingStorage(tf.Module):
+class RingStorage(ChunkedVariables, tf.Module):
     """Per-environment rings of steps in variables: the storage, positions
     and sizes of ``ReplayBuffer`` (its arguments, less ``seed``, are
     described there).
@@ -74,6 +75,8 @@ class RingStorage(tf.Module):
             machine's available memory and swap (checked before anything
             is allocated; ``buffer_checks.check_fits_in_memory``).
     """
+
+    _chunked_attributes = ('_flat_data', '_frame_first')
 
     def __init__(self,
                  data_spec: Nest,
@@ -136,7 +139,11 @@ class RingStorage(tf.Module):
         along axis 0 of a variable are ResourceGather/ResourceScatterNdUpdate,
         which XLA compiles; a 2-D ResourceGatherNd it does not). The
         ``frame_stack`` leaf keeps one frame per slot of its longer ring,
-        with a flag for the steps that began an episode."""
+        with a flag for the steps that began an episode.
+
+        A ``Checkpointer`` saves them chunk by chunk beside TensorFlow's
+        bundle (``ChunkedVariables``: restoring needs their size once, not
+        twice)."""
         self._flat_data = []
         for i, spec in enumerate(tf.nest.flatten(self._data_spec)):
             shape = [self._num_envs * self._max_length] + spec.shape.as_list()

@@ -3,6 +3,9 @@
 Layout under ``ckpt_dir``::
 
     ckpt-<step>/ckpt.index, ckpt-<step>/ckpt.data-*   one directory per save
+    ckpt-<step>/ckpt.chunks/                           large variables (replay
+                                                       buffers), chunk by chunk
+                                                       (``chunked_state``)
     ckpt-<step>/wall_time                              when it was saved
     latest                                             name of the newest one
     ckpt-<step>.corrupt                                moved aside, never read
@@ -56,8 +59,7 @@ import tempfile
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from alf_rl.utils.checkpoint_contents import (checkpoint_variables,
-                                              non_finite_variable, read_back)
+from alf_rl.utils.checkpoint_contents import read_back
 
 _NAME = re.compile(r'^ckpt-(\d+)$')
 _MOVED_ASIDE = re.compile(r'^ckpt-\d+\.corrupt(-\d+)?$')
@@ -470,9 +472,11 @@ class Checkpointer(object):
                 (named); nothing was written.
         """
         import tensorflow as tf
+
+        from alf_rl.utils.chunked_state import non_finite_state, write_state
         step = int(step)
         name = 'ckpt-%d' % step
-        bad = non_finite_variable(self._variables())
+        bad = non_finite_state(self._checkpoint)
         if bad is not None:
             raise NonFiniteStateError(
                 'checkpoint %s not written: %s holds NaN/Inf values' %
@@ -486,7 +490,7 @@ class Checkpointer(object):
             # Taken after the summaries of this iteration were written:
             # summaries stamped later belong to iterations after it.
             wall_time = time.time()
-            self._checkpoint.write(os.path.join(tmp, 'ckpt'))
+            write_state(self._checkpoint, os.path.join(tmp, 'ckpt'))
             with open(os.path.join(tmp, _WALL_TIME_FILE), 'w') as f:
                 f.write(repr(wall_time))
             if os.path.exists(final):
@@ -653,11 +657,6 @@ class Checkpointer(object):
     def _listdir(self) -> List[str]:
         return _listdir(self._dir)
 
-    def _variables(self) -> List[Any]:
-        """The variables a save writes (model, optimizer slots, replay
-        buffer...)."""
-        return checkpoint_variables(self._checkpoint)
-
     def _steps(self) -> List[int]:
         """Steps of every ``ckpt-<step>`` directory, complete or not."""
         return sorted(int(m.group(1)) for m in map(_NAME.match,
@@ -678,9 +677,10 @@ class Checkpointer(object):
     def _read(self, prefix: str) -> None:
         """Restores a checkpoint that reads back into the objects."""
         import tensorflow as tf
+
+        from alf_rl.utils.chunked_state import read_state
         try:
-            status = self._checkpoint.read(prefix)
-            status.assert_existing_objects_matched()
+            read_state(self._checkpoint, prefix)
         except (AssertionError, ValueError, tf.errors.OpError) as e:
             raise CheckpointError(
                 "checkpoint %s does not match the model being restored: %s. "

@@ -76,7 +76,8 @@ class ReadBack(NamedTuple):
 
 
 def read_back(prefix: str) -> ReadBack:
-    """Reads every tensor of the checkpoint at ``prefix`` and checks the
+    """Reads every tensor of the checkpoint at ``prefix`` (its chunk files
+    too, a chunk at a time: ``chunked_state.check_chunks``) and checks the
     floating ones for NaN/Inf.
 
     Args:
@@ -117,7 +118,9 @@ def read_back(prefix: str) -> ReadBack:
         text = ' '.join(str(e).split())[:200]
         return ReadBack(problem='%s: %s' % (type(e).__name__, text))
     if bad is None:
-        return ReadBack()
+        from alf_rl.utils.chunked_state import check_chunks
+
+        return ReadBack(*check_chunks(prefix))
     name = (
         bad[0][: -len(_KEY_SUFFIX)] if bad[0].endswith(_KEY_SUFFIX) else bad[0]
     )

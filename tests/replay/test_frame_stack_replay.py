@@ -206,7 +206,7 @@ def test_constructor_errors_name_the_leaf():
                      step_type_path='experience.reward')
 
 
-def test_replay_memory_benchmark_runs_small(capsys):
+def test_replay_memory_benchmark_runs_small(capfd, tmp_path):
     import importlib.util
     import os
     path = os.path.join(os.path.dirname(__file__), '..', '..', 'benchmarks',
@@ -214,8 +214,11 @@ def test_replay_memory_benchmark_runs_small(capsys):
     spec = importlib.util.spec_from_file_location('replay_memory', path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    module.main(['--capacity', '2000', '--fill', '300'])
-    out = capsys.readouterr().out
+    module.main(['--capacity', '2000', '--fill', '300', '--checkpoint',
+                 str(tmp_path)])
+    out = capfd.readouterr().out
     assert 'frame_stack buffer of 2000 transitions' in out
     assert '(7077 B per transition)' in out
     assert 'get_batch(32, 2)' in out
+    assert 'GB on disk' in out
+    assert 'restore (fresh process)' in out and '300 steps back' in out

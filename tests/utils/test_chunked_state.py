@@ -1,0 +1,289 @@
+"""Replay buffers checkpointed chunk by chunk (``chunked_state``): round
+trips through a ``Checkpointer`` (with frame stacks, across chunk
+boundaries), checkpoints written before chunks, plain ``tf.train.Checkpoint``
+unchanged, corrupt / NaN / mismatched chunk files refused in one line."""
+
+import json
+import os
+import zlib
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from alf_rl.replay import PrioritizedReplayBuffer, ReplayBuffer
+from alf_rl.utils import chunked_state
+from alf_rl.utils.checkpoint import (
+    CheckpointError,
+    Checkpointer,
+    NoUsableCheckpointError,
+    NonFiniteStateError,
+)
+from alf_rl.utils.checkpoint_contents import read_back
+
+SPEC = dict(
+    obs=tf.TensorSpec([3, 2], tf.uint8), reward=tf.TensorSpec([], tf.float32)
+)
+
+
+def _buffer(cls=ReplayBuffer, capacity=40, seed=0):
+    return cls(SPEC, num_environments=2, capacity=capacity, seed=seed)
+
+
+def _fill(buffer, steps=17):
+    for t in range(steps):
+        buffer.add_batch(
+            dict(
+                obs=tf.constant(
+                    np.full([2, 3, 2], [[t % 256]], np.uint8)
+                    + np.arange(2, dtype=np.uint8)[:, None, None] * 100
+                ),
+                reward=tf.constant([t * 1.5, -t * 0.5], tf.float32),
+            ),
+            tf.constant([0, 1], tf.int64),
+        )
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    # 3 rows of obs (6 bytes each) per chunk: every variable spans chunks.
+    monkeypatch.setattr(chunked_state, 'CHUNK_BYTES', 18)
+
+
+def _manifest(prefix):
+    with open(prefix + '.chunks/manifest.json') as f:
+        return json.load(f)
+
+
+@pytest.mark.parametrize('cls', [ReplayBuffer, PrioritizedReplayBuffer])
+def test_round_trip_in_chunks_outside_the_bundle(tmp_path, small_chunks, cls):
+    buffer = _buffer(cls)
+    _fill(buffer)
+    prefix = Checkpointer(str(tmp_path), replayer=buffer).save(5)
+    keys = dict(tf.train.list_variables(prefix))
+    assert not any('_flat_data' in k for k in keys), keys
+    assert 'replayer/_end/.ATTRIBUTES/VARIABLE_VALUE' in keys
+    manifest = _manifest(prefix)
+    entries = {e['key']: e for e in manifest['variables']}
+    assert sorted(entries) == [
+        'replayer/_flat_data/0',
+        'replayer/_flat_data/1',
+    ]
+    obs = entries['replayer/_flat_data/0']
+    assert obs['shape'] == [40, 3, 2] and obs['dtype'] == 'uint8'
+    assert obs['rows_per_chunk'] == 3 and len(obs['crc32']) == 14
+    assert read_back(prefix) == read_back(prefix).__class__()
+
+    restored = _buffer(cls, seed=9)
+    assert Checkpointer(str(tmp_path), replayer=restored).restore() == prefix
+    for a, b in zip(
+        tf.nest.flatten(buffer.gather_all()),
+        tf.nest.flatten(restored.gather_all()),
+    ):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(restored.current_size, [17, 17])
+    # The sampler's state (in the bundle) came back too: same samples.
+    for a, b in zip(
+        tf.nest.flatten(buffer.get_batch(8, 2)),
+        tf.nest.flatten(restored.get_batch(8, 2)),
+    ):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_frame_stack_buffer_round_trip(tmp_path, small_chunks):
+    from tests.replay.test_frame_stack_replay import _spec, _Stacker
+
+    buffer = ReplayBuffer(_spec(), 2, 24, frame_stack='experience.observation')
+    stacker = _Stacker(2)
+    for _ in range(20):
+        exp, _ = stacker.step([0, 1])
+        buffer.add_batch(exp, tf.constant([0, 1], tf.int64))
+    prefix = Checkpointer(str(tmp_path), replayer=buffer).save(1)
+    assert 'replayer/_frame_first' in {
+        e['key'] for e in _manifest(prefix)['variables']
+    }
+    restored = ReplayBuffer(
+        _spec(), 2, 24, frame_stack='experience.observation'
+    )
+    Checkpointer(str(tmp_path), replayer=restored).restore()
+    for a, b in zip(
+        tf.nest.flatten(buffer.gather_all()),
+        tf.nest.flatten(restored.gather_all()),
+    ):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_checkpoint_written_before_chunks_is_restored(tmp_path):
+    # What a Checkpointer wrote before chunks: tf.train.Checkpoint of the
+    # same objects, replay data inside the bundle.
+    buffer = _buffer()
+    _fill(buffer)
+    os.makedirs(tmp_path / 'ckpt-3')
+    tf.train.Checkpoint(replayer=buffer).write(
+        str(tmp_path / 'ckpt-3' / 'ckpt')
+    )
+    restored = _buffer(seed=4)
+    prefix = Checkpointer(str(tmp_path), replayer=restored).restore()
+    assert prefix == str(tmp_path / 'ckpt-3' / 'ckpt')
+    for a, b in zip(
+        tf.nest.flatten(buffer.gather_all()),
+        tf.nest.flatten(restored.gather_all()),
+    ):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_plain_tf_checkpoint_keeps_data_in_its_bundle(tmp_path):
+    buffer = _buffer()
+    _fill(buffer)
+    path = tf.train.Checkpoint(b=buffer).write(str(tmp_path / 'plain'))
+    assert 'b/_flat_data/0/.ATTRIBUTES/VARIABLE_VALUE' in dict(
+        tf.train.list_variables(path)
+    )
+    assert not os.path.exists(path + '.chunks')
+    restored = _buffer()
+    tf.train.Checkpoint(b=restored).read(path).assert_consumed()
+    np.testing.assert_array_equal(
+        restored.gather_all()['obs'], buffer.gather_all()['obs']
+    )
+
+
+def _saved(tmp_path):
+    buffer = _buffer()
+    _fill(buffer)
+    return Checkpointer(str(tmp_path), replayer=buffer).save(2)
+
+
+def test_corrupt_chunk_is_moved_aside_naming_the_file(
+    tmp_path, small_chunks, capsys
+):
+    prefix = _saved(tmp_path)
+    path = prefix + '.chunks/0.bin'
+    with open(path, 'r+b') as f:
+        f.seek(20)
+        byte = f.read(1)
+        f.seek(20)
+        f.write(bytes([byte[0] ^ 1]))
+    problem = read_back(prefix).problem
+    assert problem == ('ValueError: %s: checksum mismatch in rows 3..6' % path)
+    with pytest.raises(NoUsableCheckpointError, match='checksum mismatch'):
+        Checkpointer(str(tmp_path), replayer=_buffer()).restore(
+            move_corrupt=True
+        )
+    assert os.path.isdir(tmp_path / 'ckpt-2.corrupt')
+    assert 'checksum mismatch in rows 3..6' in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    'damage, expected',
+    [
+        ('truncate', r'0\.bin holds 239 bytes, expected 240'),
+        ('manifest', r'manifest\.json is missing'),
+    ],
+)
+def test_short_file_or_missing_manifest_does_not_read_back(
+    tmp_path, damage, expected
+):
+    prefix = _saved(tmp_path)
+    if damage == 'truncate':
+        with open(prefix + '.chunks/0.bin', 'r+b') as f:
+            f.truncate(239)
+    else:
+        os.remove(prefix + '.chunks/manifest.json')
+    assert read_back(prefix).problem is not None
+    with pytest.raises(NoUsableCheckpointError, match=expected):
+        Checkpointer(str(tmp_path), replayer=_buffer()).restore()
+
+
+def test_nan_in_a_chunk_is_refused_naming_the_variable(tmp_path):
+    prefix = _saved(tmp_path)
+    manifest = _manifest(prefix)
+    entry = [e for e in manifest['variables'] if e['dtype'] == 'float32'][0]
+    path = prefix + '.chunks/' + entry['file']
+    values = np.fromfile(path, np.float32)
+    values[5] = np.nan
+    values.tofile(path)
+    entry['crc32'] = [zlib.crc32(values)]
+    with open(prefix + '.chunks/manifest.json', 'w') as f:
+        json.dump(manifest, f)
+    assert read_back(prefix)[1:] == ('replayer/_flat_data/1', 'NaN')
+    with pytest.raises(
+        NonFiniteStateError, match=r'holds NaN values in replayer/_flat_data/1'
+    ):
+        Checkpointer(str(tmp_path), replayer=_buffer()).restore()
+
+
+def test_nan_in_the_buffer_writes_nothing(tmp_path):
+    buffer = _buffer()
+    _fill(buffer)
+    buffer._flat_data[1].scatter_update(
+        tf.IndexedSlices(tf.constant([np.inf]), tf.constant([3]))
+    )
+    with pytest.raises(
+        NonFiniteStateError, match=r'ReplayBuffer/data_1:0 holds NaN/Inf'
+    ):
+        Checkpointer(str(tmp_path), replayer=buffer).save(1)
+    assert os.listdir(tmp_path) == []
+
+
+def test_other_capacity_is_refused_before_anything_is_restored(tmp_path):
+    _saved(tmp_path)
+    other = _buffer(capacity=60)
+    end = other._end.numpy()
+    with pytest.raises(
+        CheckpointError,
+        match=r'replayer/_flat_data/0 is saved as uint8 '
+        r'\[40, 3, 2\], the model has uint8 \[60, 3, 2\]',
+    ):
+        Checkpointer(str(tmp_path), replayer=other).restore()
+    np.testing.assert_array_equal(other._end.numpy(), end)
+
+
+def test_write_failure_leaves_no_checkpoint(tmp_path, monkeypatch):
+    buffer = _buffer()
+    _fill(buffer)
+    checkpointer = Checkpointer(str(tmp_path), replayer=buffer)
+    checkpointer.save(1)
+
+    def full_disk(found, prefix):
+        raise OSError(28, 'No space left on device')
+
+    monkeypatch.setattr(chunked_state, 'write_chunks', full_disk)
+    from alf_rl.utils.checkpoint import CheckpointSaveError
+
+    with pytest.raises(
+        CheckpointSaveError, match='no space left on device.*ckpt-1 is kept'
+    ):
+        checkpointer.save(2)
+    assert sorted(os.listdir(tmp_path)) == ['ckpt-1', 'latest']
+
+
+def test_restore_reads_a_chunk_at_a_time(tmp_path, small_chunks, monkeypatch):
+    prefix = _saved(tmp_path)
+    reads = []
+    real = np.fromfile
+
+    def counted(f, dtype, count):
+        reads.append(count)
+        return real(f, dtype, count=count)
+
+    monkeypatch.setattr(chunked_state.np, 'fromfile', counted)
+    Checkpointer(str(tmp_path), replayer=_buffer()).restore(prefix)
+    # obs: 13 chunks of 3 rows (18 values) and one of 1 row; reward: 10
+    # chunks of 4; read back (checksums), then restored.
+    assert reads == ([18] * 13 + [6] + [4] * 10) * 2
+
+
+def test_scalar_chunked_variable_is_refused():
+    class Bad(chunked_state.ChunkedVariables, tf.Module):
+        _chunked_attributes = ('_v',)
+
+        def __init__(self):
+            super().__init__()
+            self._v = tf.Variable(1.0)
+
+    with pytest.raises(
+        ValueError,
+        match=r'Bad: chunked variable _v must '
+        r'have rank >= 1',
+    ):
+        Bad().chunked_variables()
