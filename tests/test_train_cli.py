@@ -164,3 +164,22 @@ def test_includes_resolve_quietly_and_a_missing_one_is_one_line(
     with pytest.raises(ValueError, match=r"bad gin configuration .*Unable "
                        r"to open file: nowhere.gin"):
         parse_gin([str(tmp_path / 'bad.gin')], [], None)
+
+
+def test_stop_at_env_steps_flag_stops_before_the_budget(tmp_path):
+    # 2 envs x 4 steps per iteration, a budget of 2 iterations: the flag
+    # stops after the first (8 steps), exit 0, with a checkpoint.
+    root = str(tmp_path / 'run')
+    done = _run_cli(['--gin_file', os.path.abspath(EXAMPLE), '--root_dir',
+                     root, '--stop_at_env_steps', '8'] + SMALL_RUN,
+                    cwd=str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert 'Metrics/EnvironmentSteps=8,' in done.stdout
+    assert 'iterations=1' in done.stdout
+    assert os.path.isdir(os.path.join(root, 'ckpt', 'ckpt-1'))
+    bad = _run_cli(['--gin_file', os.path.abspath(EXAMPLE), '--root_dir',
+                    root + '2', '--stop_at_env_steps', '0'] + SMALL_RUN,
+                   cwd=str(tmp_path))
+    assert bad.returncode == 1
+    assert bad.stderr.strip().splitlines()[-1].startswith(
+        'alf-train: error: TrainerConfig.stop_at_env_steps must be > 0')

@@ -99,6 +99,11 @@ def _define_flags():
         'Resume from the kept checkpoint ckpt-N of iteration N (e.g. when '
         'the newer ones hold bad state); the newer ones are renamed '
         'ckpt-K.set_aside (nothing is deleted). Rerun without it to resume.')
+    flags.DEFINE_integer(
+        'stop_at_env_steps', None,
+        'Stop (with a checkpoint, exit 0) after this many environment steps, '
+        'keeping the configured budget and schedules: binds '
+        'TrainerConfig.stop_at_env_steps. Rerun without it to continue.')
     flags.DEFINE_string(
         'xla_cache', None,
         'Directory of the persistent cache of XLA executables, or off '
@@ -164,8 +169,12 @@ def train(root_dir: str, gin_files: Sequence[str] = (),
 
 
 def _gin_params() -> List[str]:
-    """The ``--gin_param`` bindings and those ``--init_from`` stands for."""
+    """The ``--gin_param`` bindings and those ``--init_from`` and
+    ``--stop_at_env_steps`` stand for."""
     params = list(FLAGS.gin_param or [])
+    if FLAGS.stop_at_env_steps is not None:
+        params.append('TrainerConfig.stop_at_env_steps=%d' %
+                      FLAGS.stop_at_env_steps)
     if FLAGS.init_from:
         params += ['TrainerConfig.trainer=@OfflineToOnlineTrainer',
                    'OfflineToOnlineTrainer.init_from=%r' % FLAGS.init_from]

@@ -199,8 +199,9 @@ class ExecutionConfig(object):
             ``steps_per_execution``: an int >= 1, or ``'auto'`` to size
             each call to about ``call_target_secs`` from the measured
             iteration time. Calls always end at summary, evaluation and
-            checkpoint iterations; the step budget and
-            ``stop_at_average_return`` are checked in the graph after every
+            checkpoint iterations; the step budget, ``stop_at_env_steps``
+            and ``stop_at_average_return`` are checked in the graph after
+            every
             iteration, and a non-finite loss stops the loop at once. The
             first call runs one iteration (tracing is timed separately).
         call_target_secs: the wall-clock a call aims at with
@@ -214,7 +215,8 @@ class ExecutionConfig(object):
             ``alf_rl.distributed.strategy``. Not with ``jit_compile``;
             ``'multi_worker_mirrored'`` needs an int
             ``iterations_per_call``, and stops by ``num_iterations`` only
-            (not ``num_env_steps`` or ``stop_at_average_return``).
+            (not ``num_env_steps``, ``stop_at_env_steps`` or
+            ``stop_at_average_return``).
         num_logical_cpu_devices: with ``strategy='mirrored'``: mirror over
             this many logical CPU devices (testing the distributed learner
             without GPUs); 0 (default): the GPUs, or the CPU.
@@ -275,6 +277,7 @@ def _check_strategy(values: Dict[str, Any]) -> None:
 
 
 def _check_worker_budget(num_env_steps: int,
+                         stop_at_env_steps: Optional[int],
                          stop_at_average_return: Optional[float]) -> None:
     """Refuses, in one line, a stopping rule that could stop
     ``'multi_worker_mirrored'`` workers at different iterations (the
@@ -282,6 +285,7 @@ def _check_worker_budget(num_env_steps: int,
     worker counts and scores its own episodes."""
     for name, value, unset in (
             ('num_env_steps', num_env_steps, 0),
+            ('stop_at_env_steps', stop_at_env_steps, None),
             ('stop_at_average_return', stop_at_average_return, None)):
         if value != unset:
             raise ValueError(
@@ -328,6 +332,13 @@ class TrainerConfig(object):
         unroll_length: environment steps per environment per iteration.
         final_step_mode: on-policy bootstrap mode ('redo', 'skip', 'none').
         random_seed: seed of everything (None: random).
+        stop_at_env_steps: if set, stop (with a checkpoint) once the run
+            has taken this many environment steps, leaving its budget
+            (``num_env_steps`` / ``num_iterations``) and what derives from
+            it (learning-rate and exploration schedules) as configured:
+            RLlib's stop criterion beside the config, e.g. a 10M-step
+            Atari schedule trained to 2M. The ETA counts to the stop.
+            Rerunning without it continues to the budget.
         stop_at_average_return: if set, stop (with a checkpoint) once the
             training ``AverageReturn`` metric reaches it, like
             Stable-Baselines3's ``StopTrainingOnRewardThreshold``: the
@@ -373,6 +384,7 @@ class TrainerConfig(object):
                  unroll_length: int = 8,
                  final_step_mode: str = 'redo',
                  random_seed: Optional[int] = None,
+                 stop_at_env_steps: Optional[int] = None,
                  stop_at_average_return: Optional[float] = None,
                  metrics: Sequence[Any] = (),
                  num_seeds: int = 1,
@@ -396,12 +408,14 @@ class TrainerConfig(object):
         self.final_step_mode = final_step_mode
         self.random_seed = random_seed
         self.num_seeds = int(num_seeds)
+        self.stop_at_env_steps = stop_at_env_steps
         self.stop_at_average_return = stop_at_average_return
         self.metrics = list(metrics)
         for attr, group in _build_groups(own, settings).items():
             setattr(self, attr, group)
         if self.execution.strategy == 'multi_worker_mirrored':
-            _check_worker_budget(self.num_env_steps, stop_at_average_return)
+            _check_worker_budget(self.num_env_steps, stop_at_env_steps,
+                                 stop_at_average_return)
 
     def __getattr__(self, name: str) -> Any:
         """A group setting by its name: ``config.mini_batch_size`` is
@@ -442,13 +456,15 @@ class TrainerConfig(object):
         return max(n, 1)
 
     def fraction_done(self, iteration: int, env_steps: int) -> float:
-        """The run's progress in [0, 1]: the larger of the iteration and
-        the env-step budget's fractions (of those set)."""
+        """The run's progress in [0, 1]: the largest of the iteration, the
+        env-step budget's and ``stop_at_env_steps``' fractions (of those
+        set)."""
         fractions = []
         if self.num_iterations > 0:
             fractions.append(iteration / self.num_iterations)
-        if self.num_env_steps > 0:
-            fractions.append(env_steps / self.num_env_steps)
+        for steps in (self.num_env_steps, self.stop_at_env_steps or 0):
+            if steps > 0:
+                fractions.append(env_steps / steps)
         return max(fractions)
 
 
@@ -464,6 +480,10 @@ def _check_run_settings(values: Dict[str, Any]) -> None:
                          "TrainerConfig.algorithm_ctor=@ActorCriticAlgorithm")
     if not values['root_dir']:
         raise ValueError("TrainerConfig.root_dir is required")
+    stop = values['stop_at_env_steps']
+    if stop is not None and stop <= 0:
+        raise ValueError("TrainerConfig.stop_at_env_steps must be > 0 (or "
+                         "None: no stop before the budget), got %d" % stop)
     if values['num_iterations'] <= 0 and values['num_env_steps'] <= 0:
         raise ValueError("set num_iterations or num_env_steps > 0 (got "
                          "%s and %s)" % (values['num_iterations'],

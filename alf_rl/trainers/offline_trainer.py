@@ -52,12 +52,13 @@ def _check_offline_config(
             "OfflineTrainer.dataset is required: the directory "
             "of a dataset written by alf-collect"
         )
-    if config.num_env_steps:
-        raise ValueError(
-            "TrainerConfig.num_env_steps=%d: an offline run "
-            "takes no environment steps; set num_iterations"
-            % config.num_env_steps
-        )
+    for name in ('num_env_steps', 'stop_at_env_steps'):
+        if getattr(config, name):
+            raise ValueError(
+                "TrainerConfig.%s=%d: an offline run "
+                "takes no environment steps; set num_iterations"
+                % (name, getattr(config, name))
+            )
     if config.stop_at_average_return is not None:
         raise ValueError(
             "TrainerConfig.stop_at_average_return: an offline "

@@ -260,9 +260,9 @@ class ProgressReporter(object):
 
 def budget_reached(config: TrainerConfig, metrics: TrainingMetrics,
                    iteration: int) -> bool:
-    """Whether the run's budget is spent: ``num_iterations`` or
-    ``num_env_steps`` reached (``stop_at_average_return`` is a callback's,
-    ``StopAtAverageReturn``).
+    """Whether the run's budget is spent: ``num_iterations``,
+    ``num_env_steps`` or ``stop_at_env_steps`` reached
+    (``stop_at_average_return`` is a callback's, ``StopAtAverageReturn``).
 
     Args:
         config: the run's settings.
@@ -272,12 +272,14 @@ def budget_reached(config: TrainerConfig, metrics: TrainingMetrics,
     c, m = config, metrics
     if c.num_iterations > 0 and iteration >= c.num_iterations:
         return True
-    return c.num_env_steps > 0 and m.num_env_steps() >= c.num_env_steps
+    return any(0 < steps <= m.num_env_steps()
+               for steps in (c.num_env_steps, c.stop_at_env_steps or 0))
 
 
 def stop_condition(config: TrainerConfig,
                    metrics: TrainingMetrics) -> tf.Tensor:
-    """In-graph: the step budget reached (the trainer adds its
+    """In-graph: the step budget or ``stop_at_env_steps`` reached (the
+    trainer adds its
     callbacks' conditions, ``StopAtAverageReturn.stop_condition``).
 
     Returns:
@@ -285,6 +287,7 @@ def stop_condition(config: TrainerConfig,
     """
     c, m = config, metrics
     stop = tf.constant(False)
-    if c.num_env_steps > 0:
-        stop = tf.logical_or(stop, m.env_steps.result() >= c.num_env_steps)
+    for steps in (c.num_env_steps, c.stop_at_env_steps or 0):
+        if steps > 0:
+            stop = tf.logical_or(stop, m.env_steps.result() >= steps)
     return stop

@@ -151,7 +151,11 @@ def test_on_policy_refuses_several_local_replicas_in_one_line():
 
 @pytest.mark.parametrize(
     "setting, value, unset",
-    [("num_env_steps", 1000, 0), ("stop_at_average_return", 100.0, None)],
+    [
+        ("num_env_steps", 1000, 0),
+        ("stop_at_env_steps", 1000, None),
+        ("stop_at_average_return", 100.0, None),
+    ],
 )
 def test_workers_stop_by_iterations_only(setting, value, unset):
     with pytest.raises(ValueError) as info:

@@ -115,6 +115,11 @@ def test_offline_settings_are_refused_in_one_line(small, tmp_path):
         OfflineTrainer(_config(root, 2, num_env_steps=100), dataset=small)
     with pytest.raises(
         ValueError,
+        match='stop_at_env_steps=100: an offline run takes no environment',
+    ):
+        OfflineTrainer(_config(root, 2, stop_at_env_steps=100), dataset=small)
+    with pytest.raises(
+        ValueError,
         match=r"observation: expected \[4\] "
         r"float32, got \[3\] float32",
     ):

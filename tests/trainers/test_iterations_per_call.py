@@ -72,6 +72,30 @@ def test_step_budget_and_score_are_checked_inside_the_call(tmp_path):
     assert result['Metrics/NumberOfEpisodes'] >= 1
 
 
+def test_stop_at_env_steps_stops_inside_the_call_and_resumes_past_it(
+        tmp_path):
+    common = ['TrainerConfig.num_iterations=0',
+              'TrainerConfig.num_env_steps=120',
+              'TrainerConfig.iterations_per_call=100',
+              'TrainerConfig.summary_interval=100',
+              'TrainerConfig.checkpoint_interval=100',
+              'TrainerConfig.evaluate=False']
+    stop = ['TrainerConfig.stop_at_env_steps=50']
+    root, result = _run(tmp_path, 'stop', common + stop)
+    assert 50 <= result['Metrics/EnvironmentSteps'] < 50 + 8
+    stopped_at = result['iterations']
+    assert os.path.isdir(os.path.join(root, 'ckpt', 'ckpt-%d' % stopped_at))
+    # The same command again: already there, no iteration more.
+    gin.clear_config()
+    again = train(root, [EXAMPLE], SMALL + common + stop)
+    assert again['iterations'] == stopped_at
+    # Without the stop: on to the configured budget.
+    gin.clear_config()
+    rest = train(root, [EXAMPLE], SMALL + common)
+    assert 120 <= rest['Metrics/EnvironmentSteps'] < 120 + 8
+    assert rest['iterations'] > stopped_at
+
+
 @pytest.mark.parametrize('value', [0, -3, 'fast', 2.5])
 def test_bad_iterations_per_call_is_a_clear_error(tmp_path, value):
     with pytest.raises(ValueError, match='iterations_per_call'):

@@ -2,6 +2,7 @@
 
 import time
 
+import pytest
 import tensorflow as tf
 
 from alf_rl.data_structures import StepType, TimeStep
@@ -107,6 +108,21 @@ def test_budget_and_stop_condition():
                            num_iterations=0, num_env_steps=4)
     assert budget_reached(config, metrics, 1)
     assert bool(stop_condition(config, metrics))
+    # stop_at_env_steps stops before the budget, which stays as set.
+    for stop, reached in ((4, True), (5, False)):
+        config = TrainerConfig(root_dir='/tmp/unused', algorithm_ctor=len,
+                               num_iterations=0, num_env_steps=100,
+                               stop_at_env_steps=stop)
+        assert config.num_env_steps == 100
+        assert budget_reached(config, metrics, 1) == reached
+        assert bool(stop_condition(config, metrics)) == reached
+    # The ETA counts to the stop: 4 of 5 steps done.
+    assert config.fraction_done(1, 4) == pytest.approx(0.8)
+    with pytest.raises(ValueError, match=r'TrainerConfig.stop_at_env_steps '
+                       r'must be > 0 \(or None: no stop before the budget\), '
+                       r'got 0'):
+        TrainerConfig(root_dir='/tmp/unused', algorithm_ctor=len,
+                      num_env_steps=100, stop_at_env_steps=0)
     # The score is StopAtAverageReturn's (a callback), not the budget's.
     config = TrainerConfig(root_dir='/tmp/unused', algorithm_ctor=len,
                            num_iterations=10, stop_at_average_return=3.0)
