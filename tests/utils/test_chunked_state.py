@@ -44,6 +44,14 @@ def _fill(buffer, steps=17):
         )
 
 
+def _assert_same_contents(buffer, restored):
+    for a, b in zip(
+        tf.nest.flatten(buffer.gather_all()),
+        tf.nest.flatten(restored.gather_all()),
+    ):
+        np.testing.assert_array_equal(a, b)
+
+
 @pytest.fixture
 def small_chunks(monkeypatch):
     # 3 rows of obs (6 bytes each) per chunk: every variable spans chunks.
@@ -76,11 +84,7 @@ def test_round_trip_in_chunks_outside_the_bundle(tmp_path, small_chunks, cls):
 
     restored = _buffer(cls, seed=9)
     assert Checkpointer(str(tmp_path), replayer=restored).restore() == prefix
-    for a, b in zip(
-        tf.nest.flatten(buffer.gather_all()),
-        tf.nest.flatten(restored.gather_all()),
-    ):
-        np.testing.assert_array_equal(a, b)
+    _assert_same_contents(buffer, restored)
     np.testing.assert_array_equal(restored.current_size, [17, 17])
     # The sampler's state (in the bundle) came back too: same samples.
     for a, b in zip(
@@ -106,11 +110,7 @@ def test_frame_stack_buffer_round_trip(tmp_path, small_chunks):
         _spec(), 2, 24, frame_stack='experience.observation'
     )
     Checkpointer(str(tmp_path), replayer=restored).restore()
-    for a, b in zip(
-        tf.nest.flatten(buffer.gather_all()),
-        tf.nest.flatten(restored.gather_all()),
-    ):
-        np.testing.assert_array_equal(a, b)
+    _assert_same_contents(buffer, restored)
 
 
 def test_checkpoint_written_before_chunks_is_restored(tmp_path):
@@ -125,11 +125,7 @@ def test_checkpoint_written_before_chunks_is_restored(tmp_path):
     restored = _buffer(seed=4)
     prefix = Checkpointer(str(tmp_path), replayer=restored).restore()
     assert prefix == str(tmp_path / 'ckpt-3' / 'ckpt')
-    for a, b in zip(
-        tf.nest.flatten(buffer.gather_all()),
-        tf.nest.flatten(restored.gather_all()),
-    ):
-        np.testing.assert_array_equal(a, b)
+    _assert_same_contents(buffer, restored)
 
 
 def test_plain_tf_checkpoint_keeps_data_in_its_bundle(tmp_path):
