@@ -129,6 +129,9 @@ _NUM_SEEDS_LINE = re.compile(
 _POPULATION_TAG = re.compile(r'^seed_(-?\d+)/Metrics/(.+)$')
 _BUDGET_LINE = re.compile(
     r'^\s*TrainerConfig\.num_env_steps\s*=\s*([0-9.eE+_]+)\s*$', re.MULTILINE)
+_STOP_LINE = re.compile(
+    r'^\s*TrainerConfig\.stop_at_env_steps\s*=\s*([0-9.eE+_]+)\s*$',
+    re.MULTILINE)
 # A run whose last point is this close to its planned env steps finished.
 _FINISHED_FRACTION = 0.99
 _NAME = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]*$')
@@ -175,23 +178,26 @@ def read_seed(run_dir: str) -> Optional[int]:
 
 def read_planned_steps(run_dir: str) -> Optional[int]:
     """The env steps a run was configured to train for:
-    ``TrainerConfig.num_env_steps = N`` in ``run_dir/config.gin``.
+    ``TrainerConfig.num_env_steps = N`` in ``run_dir/config.gin``, or
+    ``TrainerConfig.stop_at_env_steps = S`` when that is set and smaller
+    (a stop before the budget, its schedules unchanged).
 
     Args:
         run_dir: an ``alf-train`` root dir.
     Returns:
-        N (int), or None when there is no such file or line, or N is 0
-        (the run is bounded by iterations instead).
+        N or S (int), or None when there is no such file or line, or N is
+        0 and no stop is set (the run is bounded by iterations instead).
     """
     try:
         with open(os.path.join(run_dir, 'config.gin')) as f:
-            match = _BUDGET_LINE.search(f.read())
+            text = f.read()
     except OSError:
         return None
-    if not match:
-        return None
-    steps = int(float(match.group(1).replace('_', '')))
-    return steps or None
+    found = [int(float(m.group(1).replace('_', '')))
+             for m in (_BUDGET_LINE.search(text), _STOP_LINE.search(text))
+             if m]
+    found = [steps for steps in found if steps > 0]
+    return min(found) if found else None
 
 
 def read_num_seeds(run_dir: str) -> int:

@@ -177,6 +177,22 @@ def test_budget_cell_says_how_far_an_unfinished_run_got(runs):
     assert bt.budget_cell([{'env_steps': 5, 'planned_env_steps': None}]) == '5'
 
 
+def test_planned_steps_of_a_run_stopped_before_its_budget(tmp_path):
+    run = str(tmp_path)
+    for text, planned in (
+            ('TrainerConfig.num_env_steps = 10000000\n'
+             'TrainerConfig.stop_at_env_steps = 2048000\n', 2048000),
+            ('TrainerConfig.num_env_steps = 1000\n'
+             'TrainerConfig.stop_at_env_steps = 5000\n', 1000),
+            ('TrainerConfig.num_env_steps = 0\n'
+             'TrainerConfig.stop_at_env_steps = 300\n', 300),
+            ('TrainerConfig.num_env_steps = 700\n'
+             'TrainerConfig.stop_at_env_steps = None\n', 700)):
+        with open(os.path.join(run, 'config.gin'), 'w') as f:
+            f.write(text)
+        assert bt.read_planned_steps(run) == planned, text
+
+
 def test_collect_threshold_records_env_steps_and_wall_to_it(runs, tmp_path,
                                                           capsys):
     assert _collect(tmp_path, [runs['seed0'], runs['seed1']], '--name',
