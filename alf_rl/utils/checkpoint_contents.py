@@ -75,6 +75,25 @@ class ReadBack(NamedTuple):
     value: Optional[str] = None
 
 
+def non_finite_kind(value: Any) -> Optional[str]:
+    """``'NaN'`` or ``'Inf'`` when the numpy array ``value`` is floating
+    and holds one (NaN first), else None."""
+    import numpy as np
+
+    if value.dtype.kind != 'f' or np.isfinite(value).all():
+        return None
+    return 'NaN' if np.isnan(value).any() else 'Inf'
+
+
+def problem_line(error: BaseException) -> str:
+    """``'<Error>: <reason>'`` on one line (at most 200 characters of the
+    reason): ``ReadBack.problem`` for an error met reading back."""
+    return '%s: %s' % (
+        type(error).__name__,
+        ' '.join(str(error).split())[:200],
+    )
+
+
 def read_back(prefix: str) -> ReadBack:
     """Reads every tensor of the checkpoint at ``prefix`` (its chunk files
     too, a chunk at a time: ``chunked_state.check_chunks``) and checks the
@@ -93,6 +112,8 @@ def read_back(prefix: str) -> ReadBack:
     import numpy as np
     import tensorflow as tf
 
+    from alf_rl.utils.chunked_state import check_chunks
+
     if not os.path.exists(prefix + '.index'):
         return ReadBack(
             problem='%s is missing' % os.path.basename(prefix + '.index')
@@ -101,13 +122,9 @@ def read_back(prefix: str) -> ReadBack:
     try:
         reader = tf.train.load_checkpoint(prefix)
         for name in sorted(reader.get_variable_to_shape_map()):
-            value = np.asarray(reader.get_tensor(name))
-            if (
-                bad is None
-                and value.dtype.kind == 'f'
-                and not np.isfinite(value).all()
-            ):
-                bad = (name, 'NaN' if np.isnan(value).any() else 'Inf')
+            kind = non_finite_kind(np.asarray(reader.get_tensor(name)))
+            if bad is None and kind is not None:
+                bad = (name, kind)
     except (
         tf.errors.OpError,
         OSError,
@@ -115,12 +132,9 @@ def read_back(prefix: str) -> ReadBack:
         IndexError,
         RuntimeError,
     ) as e:
-        text = ' '.join(str(e).split())[:200]
-        return ReadBack(problem='%s: %s' % (type(e).__name__, text))
+        return ReadBack(problem=problem_line(e))
     if bad is None:
-        from alf_rl.utils.chunked_state import check_chunks
-
-        return ReadBack(*check_chunks(prefix))
+        return check_chunks(prefix)
     name = (
         bad[0][: -len(_KEY_SUFFIX)] if bad[0].endswith(_KEY_SUFFIX) else bad[0]
     )

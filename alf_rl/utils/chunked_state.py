@@ -30,10 +30,17 @@ import json
 import os
 import threading
 import zlib
-from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
+
+from alf_rl.utils.checkpoint_contents import (
+    _KEY_SUFFIX,
+    ReadBack,
+    non_finite_kind,
+    problem_line,
+)
 
 #: Bytes of one chunk read or written at a time (whole rows; at least one).
 #: Under glibc's largest mmap threshold (32 MiB), so that numpy reuses the
@@ -44,8 +51,6 @@ CHUNK_BYTES = 16 << 20
 CHUNKS_SUFFIX = '.chunks'
 MANIFEST = 'manifest.json'
 _FORMAT = 1
-#: The suffix ``tf.train.Checkpoint`` gives a variable's key.
-_KEY_SUFFIX = '/.ATTRIBUTES/VARIABLE_VALUE'
 
 
 _local = threading.local()
@@ -202,7 +207,7 @@ def non_finite_chunked(found: List[Tuple[str, Any]]) -> Optional[str]:
         if not var.dtype.is_floating:
             continue
         for lo, hi in _spans(int(var.shape[0]), rows_per_chunk(var)):
-            if not np.isfinite(_read_rows(var, lo, hi)).all():
+            if non_finite_kind(_read_rows(var, lo, hi)) is not None:
                 return var.name
     return None
 
@@ -250,22 +255,6 @@ def write_chunks(found: List[Tuple[str, Any]], prefix: str) -> None:
         json.dump(dict(format=_FORMAT, variables=entries), f)
         f.flush()
         os.fsync(f.fileno())
-
-
-class ChunksCheck(NamedTuple):
-    """What reading a checkpoint's chunk files back found (the fields of
-    ``checkpoint_contents.ReadBack``).
-
-    Attributes:
-        problem: why they do not read back completely, or None.
-        non_finite: the key of the first floating variable holding NaN or
-            Inf, or None.
-        value: ``'NaN'`` or ``'Inf'`` for ``non_finite``, else None.
-    """
-
-    problem: Optional[str] = None
-    non_finite: Optional[str] = None
-    value: Optional[str] = None
 
 
 def read_manifest(prefix: str) -> Optional[List[Dict[str, Any]]]:
@@ -340,7 +329,7 @@ def _read_entry(directory: str, entry: Dict[str, Any]):
             yield lo, hi, rows.reshape([hi - lo] + shape[1:])
 
 
-def check_chunks(prefix: str) -> ChunksCheck:
+def check_chunks(prefix: str) -> ReadBack:
     """Reads every chunk file of the checkpoint at ``prefix`` back, a chunk
     at a time, checking sizes and checksums, and floating values for
     NaN/Inf.
@@ -349,34 +338,22 @@ def check_chunks(prefix: str) -> ChunksCheck:
         prefix: the checkpoint prefix.
 
     Returns:
-        A ``ChunksCheck`` (all None when there are no chunk files).
+        A ``ReadBack`` (``non_finite`` naming the variable's key; all None
+        when there are no chunk files).
     """
     try:
         entries = read_manifest(prefix)
         if entries is None:
-            return ChunksCheck()
+            return ReadBack()
         bad = None
         for entry in entries:
             for _, _, rows in _read_entry(prefix + CHUNKS_SUFFIX, entry):
-                if (
-                    bad is None
-                    and rows.dtype.kind == 'f'
-                    and not np.isfinite(rows).all()
-                ):
-                    bad = (
-                        entry['key'],
-                        'NaN' if np.isnan(rows).any() else 'Inf',
-                    )
+                kind = non_finite_kind(rows)
+                if bad is None and kind is not None:
+                    bad = ReadBack(non_finite=entry['key'], value=kind)
     except (OSError, ValueError, TypeError) as e:
-        return ChunksCheck(
-            problem='%s: %s'
-            % (type(e).__name__, ' '.join(str(e).split())[:200])
-        )
-    return (
-        ChunksCheck()
-        if bad is None
-        else ChunksCheck(non_finite=bad[0], value=bad[1])
-    )
+        return ReadBack(problem=problem_line(e))
+    return bad or ReadBack()
 
 
 def check_matches(found: List[Tuple[str, Any]], prefix: str) -> None:
