@@ -150,6 +150,17 @@ def describe_os_error(path: str, error: BaseException) -> str:
     return '%s: %s' % (path, reason)
 
 
+def _save_failure(path: str, error: Exception) -> str:
+    """What made a save under ``path`` fail, in one line:
+    ``describe_os_error`` for an ``OSError`` or TensorFlow error, else the
+    error's type and (array-free) text."""
+    import tensorflow as tf
+
+    if isinstance(error, (OSError, tf.errors.OpError)):
+        return describe_os_error(path, error)
+    return '%s: %s' % (type(error).__name__, summarize_error(error, 300))
+
+
 # ------------------------------------------------------------------ lock
 class _Held(object):
     """A lock this process holds: its file descriptor, how many
@@ -471,8 +482,6 @@ class Checkpointer(object):
             NonFiniteStateError: a variable to save holds NaN or Inf
                 (named); nothing was written.
         """
-        import tensorflow as tf
-
         from alf_rl.utils.chunked_state import non_finite_state, write_state
         step = int(step)
         name = 'ckpt-%d' % step
@@ -499,14 +508,17 @@ class Checkpointer(object):
             os.rename(tmp, final)
             tmp = None
             atomic_write_text(os.path.join(self._dir, 'latest'), name)
-        except (OSError, tf.errors.OpError) as e:
+        except Exception as e:  # noqa: BLE001 -- any failure: kept as is
+            # Not only OSError / OpError: whatever fails inside a save (a
+            # bug included) leaves the earlier checkpoints as they were and
+            # ends in one line naming it, never a raw traceback.
             if replaced is not None and not os.path.exists(final):
                 os.rename(replaced, final)  # put the old one back
                 replaced = None
             kept = [s for s in self.checkpoints() if s != step]
             raise CheckpointSaveError(
                 'checkpoint %s not written: %s; %s' %
-                (name, describe_os_error(self._dir, e),
+                (name, _save_failure(self._dir, e),
                  ('the last good checkpoint ckpt-%d is kept' % kept[-1])
                  if kept else 'no earlier checkpoint exists')) from None
         finally:
@@ -556,7 +568,7 @@ class Checkpointer(object):
                 the tensor); nothing was restored.
         """
         if path is not None:
-            problem = _unreadable(path)
+            problem = self._unreadable(path)
             if problem is not None:
                 raise CheckpointError('checkpoint %s is corrupt or unreadable '
                                       '(%s)' % (path, problem))
@@ -569,7 +581,7 @@ class Checkpointer(object):
         for step in steps:
             name = 'ckpt-%d' % step
             prefix = os.path.join(self._dir, name, 'ckpt')
-            problem = _unreadable(prefix)
+            problem = self._unreadable(prefix)
             if problem is None:
                 self._read(prefix)
                 return prefix
@@ -618,7 +630,7 @@ class Checkpointer(object):
                 'holds %s)' % (step, name, self._dir, ', '.join(
                     'ckpt-%d' % s for s in steps) or 'none'))
         prefix = os.path.join(self._dir, name, 'ckpt')
-        problem = _unreadable(prefix)
+        problem = self._unreadable(prefix)
         if problem is not None:
             raise CheckpointError(
                 'from_checkpoint=%d: checkpoint %s is corrupt or unreadable '
@@ -674,6 +686,15 @@ class Checkpointer(object):
                   os.path.join(self._dir, aside))
         return aside
 
+    def _unreadable(self, prefix: str) -> Optional[str]:
+        """``_unreadable`` for the objects this restores: the chunk files
+        (replay data) are read back only when one of them keeps its data
+        there; a reader of the policy alone (``alf-play``, export) skips
+        them (~10 s for a 7 GB Atari buffer)."""
+        from alf_rl.utils.chunked_state import find_chunked
+
+        return _unreadable(prefix, chunks=bool(find_chunked(self._checkpoint)))
+
     def _read(self, prefix: str) -> None:
         """Restores a checkpoint that reads back into the objects."""
         import tensorflow as tf
@@ -689,15 +710,15 @@ class Checkpointer(object):
                 "original config." % (prefix, summarize_error(e).rstrip('.'))) from None
 
 
-def _unreadable(prefix: str) -> Optional[str]:
+def _unreadable(prefix: str, chunks: bool = True) -> Optional[str]:
     """Why the checkpoint at ``prefix`` does not read back completely, or
     None when every tensor in it reads (TensorFlow checks each tensor's
-    checksum as it reads it).
+    checksum as it reads it); its chunk files only with ``chunks``.
 
     Raises:
         NonFiniteStateError: it reads back and holds NaN or Inf.
     """
-    found = read_back(prefix)
+    found = read_back(prefix, chunks=chunks)
     if found.non_finite is not None:
         raise NonFiniteStateError(
             'checkpoint %s holds %s values in %s; refusing to restore it'

@@ -94,13 +94,15 @@ def problem_line(error: BaseException) -> str:
     )
 
 
-def read_back(prefix: str) -> ReadBack:
+def read_back(prefix: str, chunks: bool = True) -> ReadBack:
     """Reads every tensor of the checkpoint at ``prefix`` (its chunk files
     too, a chunk at a time: ``chunked_state.check_chunks``) and checks the
     floating ones for NaN/Inf.
 
     Args:
         prefix: the checkpoint prefix (``.../ckpt-<step>/ckpt``).
+        chunks: whether to read its chunk files (the replay data) too;
+            False for a reader that restores none of it.
 
     Returns:
         A ``ReadBack``: ``problem`` when a tensor does not read back (the
@@ -134,7 +136,7 @@ def read_back(prefix: str) -> ReadBack:
     ) as e:
         return ReadBack(problem=problem_line(e))
     if bad is None:
-        return check_chunks(prefix)
+        return check_chunks(prefix) if chunks else ReadBack()
     name = (
         bad[0][: -len(_KEY_SUFFIX)] if bad[0].endswith(_KEY_SUFFIX) else bad[0]
     )

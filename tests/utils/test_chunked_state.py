@@ -169,6 +169,32 @@ def test_corrupt_chunk_is_moved_aside_naming_the_file(
     assert 'checksum mismatch in rows 3..6' in capsys.readouterr().err
 
 
+def test_policy_only_reader_skips_the_chunk_files(
+    tmp_path, small_chunks, monkeypatch
+):
+    # alf-play / export restore the model alone: the replay data's chunk
+    # files are neither read back nor needed (a corrupt one is no reason
+    # to refuse the policy).
+    buffer = _buffer()
+    _fill(buffer)
+    policy = tf.Variable([1.5, -2.0])
+    prefix = Checkpointer(str(tmp_path), replayer=buffer, policy=policy).save(
+        2
+    )
+    with open(prefix + '.chunks/0.bin', 'r+b') as f:
+        f.write(b'\xff\xff')
+    assert read_back(prefix).problem is not None
+    assert read_back(prefix, chunks=False).problem is None
+
+    def no_chunk_reads(prefix):
+        raise AssertionError('chunk files read for a policy-only restore')
+
+    monkeypatch.setattr(chunked_state, 'check_chunks', no_chunk_reads)
+    restored = tf.Variable([0.0, 0.0])
+    assert Checkpointer(str(tmp_path), policy=restored).restore() == prefix
+    np.testing.assert_array_equal(restored.numpy(), [1.5, -2.0])
+
+
 @pytest.mark.parametrize(
     'damage, expected',
     [
@@ -234,22 +260,40 @@ def test_other_capacity_is_refused_before_anything_is_restored(tmp_path):
     np.testing.assert_array_equal(other._end.numpy(), end)
 
 
-def test_write_failure_leaves_no_checkpoint(tmp_path, monkeypatch):
+@pytest.mark.parametrize(
+    'error, line',
+    [
+        (
+            OSError(28, 'No space left on device'),
+            'checkpoint ckpt-2 not written: no space left on device at %s; '
+            'the last good checkpoint ckpt-1 is kept',
+        ),
+        # A bug inside the save (as a tf.function's OperatorNotAllowedIn
+        # GraphError once was): the same one line, naming the error's type.
+        (
+            TypeError('unsupported operand'),
+            'checkpoint ckpt-2 not written: TypeError: unsupported operand; '
+            'the last good checkpoint ckpt-1 is kept',
+        ),
+    ],
+)
+def test_write_failure_leaves_no_checkpoint(
+    tmp_path, monkeypatch, error, line
+):
     buffer = _buffer()
     _fill(buffer)
     checkpointer = Checkpointer(str(tmp_path), replayer=buffer)
     checkpointer.save(1)
 
-    def full_disk(found, prefix):
-        raise OSError(28, 'No space left on device')
+    def failing(found, prefix):
+        raise error
 
-    monkeypatch.setattr(chunked_state, 'write_chunks', full_disk)
+    monkeypatch.setattr(chunked_state, 'write_chunks', failing)
     from alf_rl.utils.checkpoint import CheckpointSaveError
 
-    with pytest.raises(
-        CheckpointSaveError, match='no space left on device.*ckpt-1 is kept'
-    ):
+    with pytest.raises(CheckpointSaveError) as raised:
         checkpointer.save(2)
+    assert str(raised.value) == line.replace('%s', str(tmp_path))
     assert sorted(os.listdir(tmp_path)) == ['ckpt-1', 'latest']
 
 
