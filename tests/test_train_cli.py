@@ -177,6 +177,14 @@ def test_stop_at_env_steps_flag_stops_before_the_budget(tmp_path):
     assert 'Metrics/EnvironmentSteps=8,' in done.stdout
     assert 'iterations=1' in done.stdout
     assert os.path.isdir(os.path.join(root, 'ckpt', 'ckpt-1'))
+    # Rerun with the same stop: nothing trains, and a line says why.
+    again = _run_cli(['--gin_file', os.path.abspath(EXAMPLE), '--root_dir',
+                      root, '--stop_at_env_steps', '8'] + SMALL_RUN,
+                     cwd=str(tmp_path))
+    assert again.returncode == 0, again.stderr
+    assert ('alf_rl: nothing to train: the run is already at its '
+            'stop_at_env_steps 8 (at 8 env steps)') in again.stdout
+    assert 'iterations=1' in again.stdout
     bad = _run_cli(['--gin_file', os.path.abspath(EXAMPLE), '--root_dir',
                     root + '2', '--stop_at_env_steps', '0'] + SMALL_RUN,
                    cwd=str(tmp_path))

@@ -276,6 +276,36 @@ def budget_reached(config: TrainerConfig, metrics: TrainingMetrics,
                for steps in (c.num_env_steps, c.stop_at_env_steps or 0))
 
 
+def nothing_left_line(config: TrainerConfig, env_steps: int,
+                      iteration: int) -> Optional[str]:
+    """The line a resumed run prints when its checkpoint is already at
+    its budget or stop (so nothing trains), naming the setting reached and
+    how to go on; None when there is training left.
+
+    Args:
+        config: the run's settings.
+        env_steps: env steps done (the checkpoint's).
+        iteration: iterations done (the checkpoint's).
+    """
+    c, stop = config, config.stop_at_env_steps or 0
+    if c.num_iterations > 0 and iteration >= c.num_iterations:
+        reached = 'num_iterations %d (at iteration %d)' % (c.num_iterations,
+                                                            iteration)
+        more = 'raise TrainerConfig.num_iterations'
+    elif 0 < stop <= env_steps:
+        reached = 'stop_at_env_steps %d (at %d env steps)' % (stop,
+                                                              env_steps)
+        more = 'rerun with a larger --stop_at_env_steps, or without it'
+    elif 0 < c.num_env_steps <= env_steps:
+        reached = 'num_env_steps %d (at %d env steps)' % (c.num_env_steps,
+                                                          env_steps)
+        more = 'raise TrainerConfig.num_env_steps'
+    else:
+        return None
+    return ('alf_rl: nothing to train: the run is already at its %s; %s to '
+            'train on' % (reached, more))
+
+
 def stop_condition(config: TrainerConfig,
                    metrics: TrainingMetrics) -> tf.Tensor:
     """In-graph: the step budget or ``stop_at_env_steps`` reached (the

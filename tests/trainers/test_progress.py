@@ -11,7 +11,8 @@ from alf_rl.trainers import TrainerConfig
 from alf_rl.trainers.callbacks import StopAtAverageReturn
 from alf_rl.trainers.progress import (ProgressReporter, RunClock,
                                       budget_reached, format_secs,
-                                      progress_line, stop_condition)
+                                      nothing_left_line, progress_line,
+                                      stop_condition)
 
 
 def _step(step_type, reward):
@@ -123,6 +124,23 @@ def test_budget_and_stop_condition():
                        r'got 0'):
         TrainerConfig(root_dir='/tmp/unused', algorithm_ctor=len,
                       num_env_steps=100, stop_at_env_steps=0)
+    # A resumed run already there says which setting it reached.
+    assert nothing_left_line(config, 4, 1) is None  # 4 of 5 steps
+    assert nothing_left_line(config, 6, 1) == (
+        'alf_rl: nothing to train: the run is already at its '
+        'stop_at_env_steps 5 (at 6 env steps); rerun with a larger '
+        '--stop_at_env_steps, or without it to train on')
+    budget = TrainerConfig(root_dir='/tmp/unused', algorithm_ctor=len,
+                           num_iterations=0, num_env_steps=4)
+    assert nothing_left_line(budget, 4, 1) == (
+        'alf_rl: nothing to train: the run is already at its num_env_steps '
+        '4 (at 4 env steps); raise TrainerConfig.num_env_steps to train on')
+    iterations = TrainerConfig(root_dir='/tmp/unused', algorithm_ctor=len,
+                               num_iterations=3)
+    assert nothing_left_line(iterations, 0, 3) == (
+        'alf_rl: nothing to train: the run is already at its num_iterations '
+        '3 (at iteration 3); raise TrainerConfig.num_iterations to train on')
+    assert nothing_left_line(iterations, 0, 2) is None
     # The score is StopAtAverageReturn's (a callback), not the budget's.
     config = TrainerConfig(root_dir='/tmp/unused', algorithm_ctor=len,
                            num_iterations=10, stop_at_average_return=3.0)
