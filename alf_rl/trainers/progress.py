@@ -283,11 +283,13 @@ def nothing_left_line(config: TrainerConfig, env_steps: int,
     how to go on; None when there is training left.
 
     Args:
-        config: the run's settings.
+        config: the run's settings (an offline run's too: its env-step
+            settings are unset).
         env_steps: env steps done (the checkpoint's).
         iteration: iterations done (the checkpoint's).
     """
     c, stop = config, config.stop_at_env_steps or 0
+    budget = config.num_env_steps
     if c.num_iterations > 0 and iteration >= c.num_iterations:
         reached = 'num_iterations %d (at iteration %d)' % (c.num_iterations,
                                                             iteration)
@@ -296,9 +298,8 @@ def nothing_left_line(config: TrainerConfig, env_steps: int,
         reached = 'stop_at_env_steps %d (at %d env steps)' % (stop,
                                                               env_steps)
         more = 'rerun with a larger --stop_at_env_steps, or without it'
-    elif 0 < c.num_env_steps <= env_steps:
-        reached = 'num_env_steps %d (at %d env steps)' % (c.num_env_steps,
-                                                          env_steps)
+    elif 0 < budget <= env_steps:
+        reached = 'num_env_steps %d (at %d env steps)' % (budget, env_steps)
         more = 'raise TrainerConfig.num_env_steps'
     else:
         return None

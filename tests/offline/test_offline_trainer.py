@@ -102,6 +102,18 @@ def test_resume_continues_exactly_and_evaluates_normalized_score(
     second.close()
     for a, b in zip(_weights(whole), _weights(second)):
         np.testing.assert_array_equal(a, b)
+    # Once more with the same budget: nothing trains, and a line says so.
+    capsys.readouterr()
+    third = OfflineTrainer(
+        _config(root, 4, **eval_kwargs), dataset=small, eval_env=_eval_env
+    )
+    assert third.train()['iterations'] == 4
+    third.close()
+    assert (
+        'alf_rl: nothing to train: the run is already at its num_iterations '
+        '4 (at iteration 4); raise TrainerConfig.num_iterations to train on'
+        in capsys.readouterr().out
+    )
 
 
 def test_offline_settings_are_refused_in_one_line(small, tmp_path):
