@@ -37,7 +37,7 @@ from alf_rl.trainers.env_sources import EnvSource
 from alf_rl.trainers.errors import TrainingError, raise_training_error
 from alf_rl.trainers.evaluation import Evaluator, create_eval_env
 from alf_rl.trainers.gin_scope import GinState, own_gin_config
-from alf_rl.trainers.progress import RunClock, format_secs, nothing_left_line
+from alf_rl.trainers.progress import RunClock, format_secs, say_if_nothing_left
 from alf_rl.trainers.summaries import RunSummaries
 from alf_rl.utils import summary as summary_utils
 from alf_rl.utils.common import loop_traced_once, set_random_seed
@@ -313,10 +313,8 @@ class OfflineTrainer(object):
         summaries.drop_after(
             checkpoints.saved_wall_time(restored) if restored else None
         )
-        if restored and (
-            line := nothing_left_line(self._config, 0, self._iteration_count())
-        ):
-            print(line, flush=True)
+        if restored:
+            say_if_nothing_left(self._config, 0, self._iteration_count())
         summaries.open()
         clock = RunClock(time.time(), 0)
         loss_info, config_written = None, False

@@ -307,6 +307,21 @@ def nothing_left_line(config: TrainerConfig, env_steps: int,
             'train on' % (reached, more))
 
 
+def say_if_nothing_left(config: TrainerConfig, env_steps: int,
+                        iteration: int) -> None:
+    """Prints ``nothing_left_line`` (on stdout, beside the "resumed from"
+    line) when a resumed run has nothing left to train.
+
+    Args:
+        config: the run's settings.
+        env_steps: env steps done (the checkpoint's).
+        iteration: iterations done (the checkpoint's).
+    """
+    line = nothing_left_line(config, env_steps, iteration)
+    if line is not None:
+        print(line, flush=True)
+
+
 def stop_condition(config: TrainerConfig,
                    metrics: TrainingMetrics) -> tf.Tensor:
     """In-graph: the step budget or ``stop_at_env_steps`` reached (the

@@ -48,7 +48,7 @@ from alf_rl.trainers.errors import TrainingError, raise_training_error
 from alf_rl.trainers.gin_scope import GinState, own_gin_config
 from alf_rl.trainers.periodic import PeriodicWork
 from alf_rl.trainers.progress import (ProgressReporter, RunClock,
-                                      budget_reached, nothing_left_line)
+                                      budget_reached, say_if_nothing_left)
 from alf_rl.trainers.run_modules import write_run_modules
 from alf_rl.trainers.run_setup import BuiltRun, build_run
 from alf_rl.trainers.summaries import RunSummaries
@@ -268,10 +268,9 @@ class Trainer(object):
             lambda: ', %d env steps' % self._env_steps())
         summaries.drop_after(checkpoints.saved_wall_time(restored)
                              if restored else None)
-        if restored and (line := nothing_left_line(
-                self._config, self._env_steps(),
-                self._iteration_count())) is not None:
-            print(line, flush=True)
+        if restored:
+            say_if_nothing_left(self._config, self._env_steps(),
+                                self._iteration_count())
         summaries.open()  # event files come with their first summary
         clock = RunClock(time.time(), self._env_steps())
         loss_info, config_written = None, False
