@@ -269,11 +269,22 @@ def budget_reached(config: TrainerConfig, metrics: TrainingMetrics,
         metrics: its metrics.
         iteration: iterations done.
     """
-    c, m = config, metrics
-    if c.num_iterations > 0 and iteration >= c.num_iterations:
-        return True
-    return any(0 < steps <= m.num_env_steps()
-               for steps in (c.num_env_steps, c.stop_at_env_steps or 0))
+    return _setting_reached(config, metrics.num_env_steps(),
+                            iteration) is not None
+
+
+def _setting_reached(config: TrainerConfig, env_steps: int,
+                     iteration: int) -> Optional[str]:
+    """Which of ``num_iterations``, ``stop_at_env_steps`` and
+    ``num_env_steps`` the run has reached (the first of those, in that
+    order), or None."""
+    if 0 < config.num_iterations <= iteration:
+        return 'num_iterations'
+    if 0 < (config.stop_at_env_steps or 0) <= env_steps:
+        return 'stop_at_env_steps'
+    if 0 < config.num_env_steps <= env_steps:
+        return 'num_env_steps'
+    return None
 
 
 def nothing_left_line(config: TrainerConfig, env_steps: int,
@@ -288,23 +299,19 @@ def nothing_left_line(config: TrainerConfig, env_steps: int,
         env_steps: env steps done (the checkpoint's).
         iteration: iterations done (the checkpoint's).
     """
-    c, stop = config, config.stop_at_env_steps or 0
-    budget = config.num_env_steps
-    if c.num_iterations > 0 and iteration >= c.num_iterations:
-        reached = 'num_iterations %d (at iteration %d)' % (c.num_iterations,
-                                                            iteration)
-        more = 'raise TrainerConfig.num_iterations'
-    elif 0 < stop <= env_steps:
-        reached = 'stop_at_env_steps %d (at %d env steps)' % (stop,
-                                                              env_steps)
-        more = 'rerun with a larger --stop_at_env_steps, or without it'
-    elif 0 < budget <= env_steps:
-        reached = 'num_env_steps %d (at %d env steps)' % (budget, env_steps)
-        more = 'raise TrainerConfig.num_env_steps'
-    else:
+    setting = _setting_reached(config, env_steps, iteration)
+    if setting is None:
         return None
-    return ('alf_rl: nothing to train: the run is already at its %s; %s to '
-            'train on' % (reached, more))
+    if setting == 'num_iterations':
+        at = 'iteration %d' % iteration
+    else:
+        at = '%d env steps' % env_steps
+    more = ('rerun with a larger --stop_at_env_steps, or without it'
+            if setting == 'stop_at_env_steps' else
+            'raise TrainerConfig.%s' % setting)
+    return ('alf_rl: nothing to train: the run is already at its %s %d (at '
+            '%s); %s to train on' % (setting, getattr(config, setting), at,
+                                     more))
 
 
 def say_if_nothing_left(config: TrainerConfig, env_steps: int,
