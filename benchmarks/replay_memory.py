@@ -4,7 +4,7 @@
 Usage::
 
     python benchmarks/replay_memory.py [--capacity 1000000] [--plain]
-        [--fill 20000] [--checkpoint DIR]
+        [--fill 20000] [--checkpoint DIR] [--refill 1000]
 
 Builds a ``ReplayBuffer`` of ``--capacity`` DQN transitions (uint8
 [84, 84, 4] observation, step type, action, reward, discount) for one
@@ -16,9 +16,11 @@ batch). ``--plain`` builds the whole-stack buffer instead (28 GB at 1M:
 more than this machine has).
 
 ``--checkpoint DIR`` then saves the buffer with a ``Checkpointer`` into
-``DIR`` (time, bytes on disk) and restores it in a fresh process (time,
-resident memory after building the buffer, after restoring it, and the
-peak): what resuming a run costs.
+``DIR`` (time, bytes on disk), adds ``--refill`` more steps and saves it
+again (time, and the bytes the second checkpoint added to the disk: chunk
+files whose content did not change are shared), and restores it in a
+fresh process (time, resident memory after building the buffer, after
+restoring it, and the peak): what checkpointing and resuming a run cost.
 """
 
 import argparse
@@ -27,6 +29,7 @@ import resource
 import subprocess
 import sys
 import time
+from typing import Callable
 
 import numpy as np
 
@@ -77,21 +80,62 @@ def _restore(directory: str, capacity: int, plain: bool) -> None:
            buffer.nbytes / 1e9, int(buffer.total_size)))
 
 
+def _disk_bytes(directory: str) -> int:
+    """Bytes of the files under ``directory``, each file (inode) once."""
+    seen = {}
+    for root, _, names in os.walk(directory):
+        for name in names:
+            st = os.stat(os.path.join(root, name))
+            seen[(st.st_dev, st.st_ino)] = st.st_size
+    return sum(seen.values())
+
+
 def _checkpoint(buffer: ReplayBuffer, directory: str, capacity: int,
-                plain: bool) -> None:
-    """Saves ``buffer`` into ``directory``, then restores it in a fresh
-    process."""
+                plain: bool, fill: Callable[[int], None],
+                refill: int) -> None:
+    """Saves ``buffer`` into ``directory``, adds ``refill`` steps with
+    ``fill`` and saves it again, then restores it in a fresh process."""
+    checkpointer = Checkpointer(directory, replayer=buffer)
     start = time.time()
-    prefix = Checkpointer(directory, replayer=buffer).save(1)
+    checkpointer.save(1)
     saved = time.time() - start
-    size = sum(os.path.getsize(os.path.join(root, name))
-               for root, _, names in os.walk(os.path.dirname(prefix))
-               for name in names)
+    size = _disk_bytes(directory)
     print('save: %.1f s, %.2f GB on disk; peak resident %.2f GB' %
           (saved, size / 1e9, _peak_gb()))
+    fill(refill)
+    start = time.time()
+    checkpointer.save(2)
+    print('save after %d more steps: %.1f s, %.2f GB more on disk' %
+          (refill, time.time() - start, (_disk_bytes(directory) - size) / 1e9))
     subprocess.run([sys.executable, os.path.abspath(__file__), '--capacity',
                     str(capacity), '--restore', directory] +
                    (['--plain'] if plain else []), check=True)
+
+
+def _filler(buffer: ReplayBuffer) -> Callable[[int], None]:
+    """``fill(n)``: adds ``n`` more steps of random frames to ``buffer``
+    (episodes of 500 steps, as Atari life-loss episodes are short)."""
+    add = tf.function(buffer.add_batch)
+    rng = np.random.RandomState(0)
+    state = dict(t=0, frames=None)
+    env_ids = tf.constant([0])
+
+    def fill(n: int) -> None:
+        for _ in range(n):
+            t = state['t']
+            first = t % 500 == 0
+            frame = rng.randint(0, 256, (84, 84), np.uint8)
+            frames = [frame] * 4 if first else state['frames'][1:] + [frame]
+            add(Experience(
+                step_type=tf.constant(
+                    [StepType.FIRST if first else StepType.MID]),
+                reward=tf.constant([1.0]),
+                discount=tf.constant([1.0]),
+                observation=tf.constant(np.stack(frames, -1)[None]),
+                action=tf.constant([t % 6], tf.int64)), env_ids)
+            state.update(t=t + 1, frames=frames)
+
+    return fill
 
 
 def main(argv=None) -> None:
@@ -101,6 +145,8 @@ def main(argv=None) -> None:
     parser.add_argument('--plain', action='store_true')
     parser.add_argument('--checkpoint', metavar='DIR',
                         help='save into DIR, restore in a fresh process')
+    parser.add_argument('--refill', type=int, default=1000,
+                        help='steps added before the second save')
     parser.add_argument('--restore', metavar='DIR', help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.restore:
@@ -116,26 +162,12 @@ def main(argv=None) -> None:
                       buffer.bytes_per_item, _rss_gb() - before, _peak_gb(),
                       time.time() - start))
 
-    add = tf.function(buffer.add_batch)
-    sample = tf.function(lambda: buffer.get_batch(32, 2))
-    rng = np.random.RandomState(0)
-    frames = [rng.randint(0, 256, (84, 84), np.uint8) for _ in range(4)]
-    env_ids = tf.constant([0])
-    start = None
-    for t in range(args.fill):
-        first = t % 500 == 0
-        frame = rng.randint(0, 256, (84, 84), np.uint8)
-        frames = [frame] * 4 if first else frames[1:] + [frame]
-        exp = Experience(step_type=tf.constant(
-            [StepType.FIRST if first else StepType.MID]),
-                         reward=tf.constant([1.0]),
-                         discount=tf.constant([1.0]),
-                         observation=tf.constant(np.stack(frames, -1)[None]),
-                         action=tf.constant([t % 6], tf.int64))
-        add(exp, env_ids)
-        if t == 99:
-            start = time.time()
+    fill = _filler(buffer)
+    fill(100)  # compiles add_batch
+    start = time.time()
+    fill(args.fill - 100)
     add_us = (time.time() - start) / (args.fill - 100) * 1e6
+    sample = tf.function(lambda: buffer.get_batch(32, 2))
     sample()
     start = time.time()
     for _ in range(200):
@@ -145,7 +177,8 @@ def main(argv=None) -> None:
           'peak resident %.2f GB' % (add_us, sample_us, _peak_gb()))
     assert data.observation.shape == (2, 32, 84, 84, 4)
     if args.checkpoint:
-        _checkpoint(buffer, args.checkpoint, args.capacity, args.plain)
+        _checkpoint(buffer, args.checkpoint, args.capacity, args.plain, fill,
+                    args.refill)
 
 
 if __name__ == '__main__':

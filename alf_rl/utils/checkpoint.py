@@ -491,15 +491,16 @@ class Checkpointer(object):
                 'checkpoint %s not written: %s holds NaN/Inf values' %
                 (name, bad), bad)
         final = os.path.join(self._dir, name)
-        tmp = None
-        replaced = None
+        tmp = replaced = None
         try:
             os.makedirs(self._dir, exist_ok=True)
             tmp = tempfile.mkdtemp(prefix='.tmp-', dir=self._dir)
             # Taken after the summaries of this iteration were written:
             # summaries stamped later belong to iterations after it.
             wall_time = time.time()
-            write_state(self._checkpoint, os.path.join(tmp, 'ckpt'))
+            # Unchanged replay chunks: hard links to the newest's files.
+            write_state(self._checkpoint, os.path.join(tmp, 'ckpt'),
+                        self.latest_path())
             with open(os.path.join(tmp, _WALL_TIME_FILE), 'w') as f:
                 f.write(repr(wall_time))
             if os.path.exists(final):

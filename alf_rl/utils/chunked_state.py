@@ -9,25 +9,40 @@ them. The ``Checkpointer`` leaves the variables of ``ChunkedVariables``
 modules out of the bundle (``chunks_written_apart``) and writes them with
 ``write_chunks`` into ``<prefix>.chunks/``:
 
-    <prefix>.chunks/<i>.bin         the rows of one variable, raw, C order
-    <prefix>.chunks/manifest.json   per variable: its key, file, dtype,
-                                    shape, rows per chunk and each chunk's
-                                    CRC-32 (written last)
+    <prefix>.chunks/<sha256>.bin    the rows of one chunk (``CHUNK_BYTES``)
+                                    of a variable, raw, C order, named by
+                                    the SHA-256 of its bytes
+    <prefix>.chunks/manifest.json   per variable: its key, dtype, shape,
+                                    rows per chunk, and each chunk's
+                                    SHA-256 (its file) and CRC-32 (checked
+                                    when read; written last)
+
+A chunk file is named by its content, so a checkpoint shares the chunks
+that did not change since the checkpoint before (``reuse``): they are hard
+links to its files, not copies (a replay buffer adds a tenth of its
+capacity between two checkpoints of an Atari run: the rest is not written
+again), and chunks with the same bytes (the rows not filled yet) are one
+file. Files are never changed once written, so a crash, a kill or a full
+disk during a save cannot damage the checkpoints sharing them.
 
 Keys are the ones ``tf.train.Checkpoint`` gave these variables before
 (``replayer/_buffer/_flat_data/0``): a checkpoint written before this
 module existed is restored from its bundle (``read_chunks`` falls back to
-it, a whole variable at a time, as before). Reading back (``check_chunks``)
-and restoring (``read_chunks``) go one chunk (``CHUNK_BYTES``) at a time
-and check each chunk's CRC-32; floating chunks are checked for NaN/Inf.
+it, a whole variable at a time, as before), and one of the first format
+(``<i>.bin``: a variable's rows in one file, a CRC-32 per chunk) is read
+as it was. Reading back (``check_chunks``) and restoring (``read_chunks``)
+go one chunk at a time and check each chunk's checksum; floating chunks
+are checked for NaN/Inf.
 
 This module imports TensorFlow: ``alf_rl.utils.checkpoint`` (imported by
 ``alf-train`` before TensorFlow) imports it inside its methods.
 """
 
 import contextlib
+import hashlib
 import json
 import os
+import re
 import threading
 import zlib
 from typing import Any, Dict, Iterator, List, Optional, Tuple
@@ -50,7 +65,15 @@ CHUNK_BYTES = 16 << 20
 #: The directory of chunk files beside a checkpoint prefix.
 CHUNKS_SUFFIX = '.chunks'
 MANIFEST = 'manifest.json'
-_FORMAT = 1
+#: The manifest's format: 1, a file per variable with a CRC-32 per chunk;
+#: 2, a file per distinct chunk, named by its SHA-256 (and a CRC-32 per
+#: chunk, quicker to check when reading).
+_FORMAT = 2
+_DIGEST = re.compile('^[0-9a-f]{64}$')
+_FIELDS = {
+    1: ('key', 'file', 'dtype', 'shape', 'rows_per_chunk', 'crc32'),
+    2: ('key', 'dtype', 'shape', 'rows_per_chunk', 'chunks', 'crc32'),
+}
 
 
 _local = threading.local()
@@ -212,15 +235,45 @@ def non_finite_chunked(found: List[Tuple[str, Any]]) -> Optional[str]:
     return None
 
 
-def write_chunks(found: List[Tuple[str, Any]], prefix: str) -> None:
+def _put_chunk(directory: str, rows: Any, earlier: Optional[str]) -> str:
+    """Makes ``<sha256>.bin`` of ``rows`` (numpy) exist in ``directory``:
+    already there (the same bytes earlier in this checkpoint), a hard link
+    to the file of the same name and size in ``earlier`` (the checkpoint
+    before), or written and synced. Returns the SHA-256 (hex)."""
+    digest = hashlib.sha256(rows.data).hexdigest()
+    path = os.path.join(directory, digest + '.bin')
+    if os.path.exists(path):
+        return digest
+    if earlier is not None:
+        source = os.path.join(earlier, digest + '.bin')
+        try:
+            if os.stat(source).st_size == rows.nbytes:
+                os.link(source, path)
+                return digest
+        except OSError:
+            pass  # not there, or no hard links here: written below
+    with open(path, 'wb') as f:
+        rows.tofile(f)
+        f.flush()
+        os.fsync(f.fileno())
+    return digest
+
+
+def write_chunks(
+    found: List[Tuple[str, Any]], prefix: str, reuse: Optional[str] = None
+) -> None:
     """Writes the chunked variables beside the checkpoint at ``prefix``
-    (into ``<prefix>.chunks/``, the manifest last; each file synced).
+    (into ``<prefix>.chunks/``, a file per distinct chunk, the manifest
+    last; each file synced).
 
     Args:
         found: ``find_chunked``'s list (nothing is written when empty).
         prefix: the checkpoint prefix being written (in its temporary
             directory: the caller makes the whole checkpoint appear at
             once).
+        reuse: the prefix of a complete earlier checkpoint, or None: its
+            chunk files whose content is unchanged are hard-linked, not
+            written again.
 
     Raises:
         OSError: writing failed (e.g. the disk is full).
@@ -229,25 +282,22 @@ def write_chunks(found: List[Tuple[str, Any]], prefix: str) -> None:
         return
     directory = prefix + CHUNKS_SUFFIX
     os.makedirs(directory)
+    earlier = None if reuse is None else reuse + CHUNKS_SUFFIX
     entries = []
-    for i, (key, var) in enumerate(found):
+    for key, var in found:
         per_chunk = rows_per_chunk(var)
-        name = '%d.bin' % i
-        crcs = []
-        with open(os.path.join(directory, name), 'wb') as f:
-            for lo, hi in _spans(int(var.shape[0]), per_chunk):
-                rows = _read_rows(var, lo, hi)
-                crcs.append(zlib.crc32(rows.data))
-                rows.tofile(f)
-            f.flush()
-            os.fsync(f.fileno())
+        chunks, crcs = [], []
+        for lo, hi in _spans(int(var.shape[0]), per_chunk):
+            rows = _read_rows(var, lo, hi)
+            chunks.append(_put_chunk(directory, rows, earlier))
+            crcs.append(zlib.crc32(rows.data))
         entries.append(
             dict(
                 key=key,
-                file=name,
                 dtype=var.dtype.name,
                 shape=var.shape.as_list(),
                 rows_per_chunk=per_chunk,
+                chunks=chunks,
                 crc32=crcs,
             )
         )
@@ -274,21 +324,19 @@ def read_manifest(prefix: str) -> Optional[List[Dict[str, Any]]]:
         with open(path) as f:
             manifest = json.load(f)
         entries = manifest['variables']
-        if manifest.get('format') != _FORMAT:
+        fields = _FIELDS.get(manifest.get('format'))
+        if fields is None:
             raise ValueError(
-                'format %r, expected %d' % (manifest.get('format'), _FORMAT)
+                'format %r, expected one of %s'
+                % (manifest.get('format'), sorted(_FIELDS))
             )
         for e in entries:
-            for field in (
-                'key',
-                'file',
-                'dtype',
-                'shape',
-                'rows_per_chunk',
-                'crc32',
-            ):
+            for field in fields:
                 if field not in e:
                     raise ValueError('an entry lacks %r' % field)
+            for digest in e.get('chunks', ()):
+                if not _DIGEST.match(str(digest)):
+                    raise ValueError('a chunk named %r' % (digest,))
     except FileNotFoundError:
         raise ValueError('%s is missing' % path) from None
     except (OSError, ValueError, KeyError, TypeError) as e:
@@ -296,22 +344,68 @@ def read_manifest(prefix: str) -> Optional[List[Dict[str, Any]]]:
     return list(entries)
 
 
-def _read_entry(directory: str, entry: Dict[str, Any]):
-    """Yields ``(lo, hi, rows)`` of a manifest entry's file, a chunk at a
-    time, each checked against its CRC-32 and size.
+def _entry_layout(entry: Dict[str, Any], sums: str):
+    """``(dtype, shape, values per row, spans)`` of a manifest entry whose
+    lists ``sums`` and ``crc32`` have one item per chunk.
 
     Raises:
-        ValueError: a short, long or corrupt file (naming it).
+        ValueError: a list's length differs from the number of chunks.
     """
     dtype = np.dtype(tf.as_dtype(entry['dtype']).as_numpy_dtype)
     shape = [int(d) for d in entry['shape']]
     row = int(np.prod(shape[1:], dtype=np.int64))
     spans = _spans(shape[0], int(entry['rows_per_chunk']))
-    if len(spans) != len(entry['crc32']):
-        raise ValueError(
-            '%s: manifest lists %d checksums for %d chunks'
-            % (entry['file'], len(entry['crc32']), len(spans))
-        )
+    for field in (sums, 'crc32'):
+        if len(spans) != len(entry[field]):
+            raise ValueError(
+                '%s: manifest lists %d %s for %d chunks'
+                % (entry['key'], len(entry[field]), field, len(spans))
+            )
+    return dtype, shape, row, spans
+
+
+def _read_entry(directory: str, entry: Dict[str, Any]):
+    """Yields ``(lo, hi, rows)`` of a manifest entry, a chunk at a time,
+    each checked against its checksum and size.
+
+    Raises:
+        ValueError: a missing, short, long or corrupt file (naming it).
+    """
+    if 'chunks' not in entry:
+        yield from _read_entry_v1(directory, entry)
+        return
+    dtype, shape, row, spans = _entry_layout(entry, 'chunks')
+    last = None  # (name, crc, rows): chunks alike in a row are read once
+    for (lo, hi), digest, crc in zip(spans, entry['chunks'], entry['crc32']):
+        if last is not None and last[:2] == (digest, crc):
+            if last[2].shape[0] == hi - lo:
+                yield lo, hi, last[2]
+                continue
+        path = os.path.join(directory, digest + '.bin')
+        try:
+            f = open(path, 'rb')
+        except FileNotFoundError:
+            raise ValueError('%s is missing' % path) from None
+        with f:
+            expected = (hi - lo) * row * dtype.itemsize
+            size = os.fstat(f.fileno()).st_size
+            if size != expected:
+                raise ValueError(
+                    '%s holds %d bytes, expected %d' % (path, size, expected)
+                )
+            rows = np.fromfile(f, dtype, count=(hi - lo) * row)
+        if zlib.crc32(rows.data) != crc:
+            raise ValueError(
+                '%s: checksum mismatch in rows %d..%d' % (path, lo, hi)
+            )
+        last = (digest, crc, rows.reshape([hi - lo] + shape[1:]))
+        yield lo, hi, last[2]
+
+
+def _read_entry_v1(directory: str, entry: Dict[str, Any]):
+    """``_read_entry`` for the first format: the variable's rows in one
+    file, a CRC-32 per chunk."""
+    dtype, shape, row, spans = _entry_layout(entry, 'crc32')
     path = os.path.join(directory, entry['file'])
     with open(path, 'rb') as f:
         expected = shape[0] * row * dtype.itemsize
@@ -435,16 +529,19 @@ def non_finite_state(checkpoint: Any) -> Optional[str]:
     )
 
 
-def write_state(checkpoint: Any, prefix: str) -> None:
+def write_state(
+    checkpoint: Any, prefix: str, reuse: Optional[str] = None
+) -> None:
     """Writes a ``tf.train.Checkpoint`` at ``prefix``: its bundle without
-    the chunked variables, then those into chunk files (``write_chunks``).
+    the chunked variables, then those into chunk files (``write_chunks``,
+    sharing the unchanged chunk files of the checkpoint at ``reuse``).
 
     Raises:
         OSError, tf.errors.OpError: writing failed.
     """
     with chunks_written_apart():
         checkpoint.write(prefix)
-    write_chunks(find_chunked(checkpoint), prefix)
+    write_chunks(find_chunked(checkpoint), prefix, reuse)
 
 
 def read_state(checkpoint: Any, prefix: str) -> None:

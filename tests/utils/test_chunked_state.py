@@ -3,6 +3,7 @@ trips through a ``Checkpointer`` (with frame stacks, across chunk
 boundaries), checkpoints written before chunks, plain ``tf.train.Checkpoint``
 unchanged, corrupt / NaN / mismatched chunk files refused in one line."""
 
+import hashlib
 import json
 import os
 import zlib
@@ -30,8 +31,8 @@ def _buffer(cls=ReplayBuffer, capacity=40, seed=0):
     return cls(SPEC, num_environments=2, capacity=capacity, seed=seed)
 
 
-def _fill(buffer, steps=17):
-    for t in range(steps):
+def _fill(buffer, steps=17, start=0):
+    for t in range(start, start + steps):
         buffer.add_batch(
             dict(
                 obs=tf.constant(
@@ -63,6 +64,12 @@ def _manifest(prefix):
         return json.load(f)
 
 
+def _chunk_file(prefix, key='replayer/_flat_data/0', i=0):
+    """The file of chunk ``i`` of the variable ``key``."""
+    entry = {e['key']: e for e in _manifest(prefix)['variables']}[key]
+    return prefix + '.chunks/%s.bin' % entry['chunks'][i]
+
+
 @pytest.mark.parametrize('cls', [ReplayBuffer, PrioritizedReplayBuffer])
 def test_round_trip_in_chunks_outside_the_bundle(tmp_path, small_chunks, cls):
     buffer = _buffer(cls)
@@ -79,7 +86,7 @@ def test_round_trip_in_chunks_outside_the_bundle(tmp_path, small_chunks, cls):
     ]
     obs = entries['replayer/_flat_data/0']
     assert obs['shape'] == [40, 3, 2] and obs['dtype'] == 'uint8'
-    assert obs['rows_per_chunk'] == 3 and len(obs['crc32']) == 14
+    assert obs['rows_per_chunk'] == 3 and len(obs['chunks']) == 14
     assert read_back(prefix) == read_back(prefix).__class__()
 
     restored = _buffer(cls, seed=9)
@@ -92,6 +99,125 @@ def test_round_trip_in_chunks_outside_the_bundle(tmp_path, small_chunks, cls):
         tf.nest.flatten(restored.get_batch(8, 2)),
     ):
         np.testing.assert_array_equal(a, b)
+
+
+def _inode(path):
+    return os.stat(path).st_ino
+
+
+def test_unchanged_chunks_are_shared_with_the_checkpoint_before(
+    tmp_path, small_chunks
+):
+    buffer = _buffer(capacity=80)
+    _fill(buffer, steps=17)
+    checkpointer = Checkpointer(str(tmp_path), max_to_keep=2, replayer=buffer)
+    first = checkpointer.save(1)
+    obs = _manifest(first)['variables'][0]
+    assert obs['key'] == 'replayer/_flat_data/0'
+    # Each env's 23 unfilled rows (zeros) are the same chunk: one file.
+    assert len(obs['chunks']) == 27 and len(set(obs['chunks'])) == 14
+    # Rows 17..39 and 57..79 unfilled: chunks 6..12 and 19..25 of 3 rows.
+    zero = obs['chunks'][6]
+    assert [i for i, c in enumerate(obs['chunks']) if c == zero] == (
+        list(range(6, 13)) + list(range(19, 26))
+    )
+    _fill(buffer, steps=2, start=17)  # rows 17, 18 of each env's half
+    second = checkpointer.save(2)
+    chunks = _manifest(second)['variables'][0]['chunks']
+    changed = [i for i in range(27) if chunks[i] != obs['chunks'][i]]
+    assert changed == [5, 6, 19]
+    for i in (0, 4, 20, 26):  # the same content: the same file, linked
+        assert _inode(_chunk_file(first, i=i)) == _inode(
+            _chunk_file(second, i=i)
+        )
+    # The first checkpoint is deleted (max_to_keep=2): the third shares
+    # its files (through the second's links) and restores exactly.
+    _fill(buffer, steps=1, start=19)
+    third = checkpointer.save(3)
+    assert checkpointer.checkpoints() == [2, 3]
+    restored = _buffer(capacity=80, seed=3)
+    assert Checkpointer(str(tmp_path), replayer=restored).restore() == third
+    _assert_same_contents(buffer, restored)
+
+
+def test_without_hard_links_the_chunks_are_written(
+    tmp_path, small_chunks, monkeypatch
+):
+    # A file system without hard links (or the files on another device):
+    # every chunk file is written in full, the checkpoint the same.
+    buffer = _buffer()
+    _fill(buffer)
+    checkpointer = Checkpointer(str(tmp_path), replayer=buffer)
+    first = checkpointer.save(1)
+
+    def no_links(source, destination):
+        raise OSError(1, 'Operation not permitted')
+
+    monkeypatch.setattr(chunked_state.os, 'link', no_links)
+    _fill(buffer, steps=3, start=17)
+    second = checkpointer.save(2)
+    first_chunk = _manifest(first)['variables'][0]['chunks'][0]
+    assert _manifest(second)['variables'][0]['chunks'][0] == first_chunk
+    assert _inode(_chunk_file(first)) != _inode(_chunk_file(second))
+    restored = _buffer(seed=5)
+    Checkpointer(str(tmp_path), replayer=restored).restore()
+    _assert_same_contents(buffer, restored)
+
+
+def _as_first_format(prefix):
+    """Rewrites the chunk files at ``prefix`` as the first format wrote
+    them: a variable's rows in ``<i>.bin``, a CRC-32 per chunk."""
+    directory = prefix + '.chunks'
+    manifest = _manifest(prefix)
+    for i, entry in enumerate(manifest['variables']):
+        crcs = []
+        with open(os.path.join(directory, '%d.bin' % i), 'wb') as out:
+            for digest in entry['chunks']:
+                with open(os.path.join(directory, digest + '.bin'), 'rb') as f:
+                    data = f.read()
+                crcs.append(zlib.crc32(data))
+                out.write(data)
+        entry.update(file='%d.bin' % i, crc32=crcs)
+        del entry['chunks']
+    for name in os.listdir(directory):
+        if len(name) == 68:
+            os.remove(os.path.join(directory, name))
+    manifest['format'] = 1
+    with open(os.path.join(directory, 'manifest.json'), 'w') as f:
+        json.dump(manifest, f)
+
+
+def test_checkpoint_of_the_first_chunk_format_is_restored(
+    tmp_path, small_chunks
+):
+    buffer = _buffer()
+    _fill(buffer)
+    checkpointer = Checkpointer(str(tmp_path), replayer=buffer)
+    prefix = checkpointer.save(1)
+    _as_first_format(prefix)
+    assert sorted(os.listdir(prefix + '.chunks')) == [
+        '0.bin',
+        '1.bin',
+        'manifest.json',
+    ]
+    assert read_back(prefix).problem is None
+    restored = _buffer(seed=2)
+    assert Checkpointer(str(tmp_path), replayer=restored).restore() == prefix
+    _assert_same_contents(buffer, restored)
+    # The next save (from a run resumed from it) writes the new format.
+    _fill(buffer, steps=1)
+    assert _manifest(checkpointer.save(2))['format'] == 2
+
+
+def test_manifest_naming_a_file_outside_is_refused(tmp_path):
+    prefix = _saved(tmp_path)
+    manifest = _manifest(prefix)
+    manifest['variables'][0]['chunks'][0] = '../../ckpt-2/ckpt'
+    with open(prefix + '.chunks/manifest.json', 'w') as f:
+        json.dump(manifest, f)
+    assert read_back(prefix).problem.endswith(
+        "manifest.json is unreadable (a chunk named '../../ckpt-2/ckpt')"
+    )
 
 
 def test_frame_stack_buffer_round_trip(tmp_path, small_chunks):
@@ -153,11 +279,11 @@ def test_corrupt_chunk_is_moved_aside_naming_the_file(
     tmp_path, small_chunks, capsys
 ):
     prefix = _saved(tmp_path)
-    path = prefix + '.chunks/0.bin'
+    path = _chunk_file(prefix, i=1)
     with open(path, 'r+b') as f:
-        f.seek(20)
+        f.seek(2)
         byte = f.read(1)
-        f.seek(20)
+        f.seek(2)
         f.write(bytes([byte[0] ^ 1]))
     problem = read_back(prefix).problem
     assert problem == ('ValueError: %s: checksum mismatch in rows 3..6' % path)
@@ -181,7 +307,7 @@ def test_policy_only_reader_skips_the_chunk_files(
     prefix = Checkpointer(str(tmp_path), replayer=buffer, policy=policy).save(
         2
     )
-    with open(prefix + '.chunks/0.bin', 'r+b') as f:
+    with open(_chunk_file(prefix), 'r+b') as f:
         f.write(b'\xff\xff')
     assert read_back(prefix).problem is not None
     assert read_back(prefix, chunks=False).problem is None
@@ -198,7 +324,7 @@ def test_policy_only_reader_skips_the_chunk_files(
 @pytest.mark.parametrize(
     'damage, expected',
     [
-        ('truncate', r'0\.bin holds 239 bytes, expected 240'),
+        ('truncate', r'[0-9a-f]{64}\.bin holds 239 bytes, expected 240'),
         ('manifest', r'manifest\.json is missing'),
     ],
 )
@@ -207,7 +333,7 @@ def test_short_file_or_missing_manifest_does_not_read_back(
 ):
     prefix = _saved(tmp_path)
     if damage == 'truncate':
-        with open(prefix + '.chunks/0.bin', 'r+b') as f:
+        with open(_chunk_file(prefix), 'r+b') as f:
             f.truncate(239)
     else:
         os.remove(prefix + '.chunks/manifest.json')
@@ -220,11 +346,12 @@ def test_nan_in_a_chunk_is_refused_naming_the_variable(tmp_path):
     prefix = _saved(tmp_path)
     manifest = _manifest(prefix)
     entry = [e for e in manifest['variables'] if e['dtype'] == 'float32'][0]
-    path = prefix + '.chunks/' + entry['file']
-    values = np.fromfile(path, np.float32)
+    values = np.fromfile(_chunk_file(prefix, entry['key']), np.float32)
     values[5] = np.nan
-    values.tofile(path)
-    entry['crc32'] = [zlib.crc32(values)]
+    # A consistent checkpoint holding NaN: the file named by its content.
+    entry['chunks'] = [hashlib.sha256(values.data).hexdigest()]
+    entry['crc32'] = [zlib.crc32(values.data)]
+    values.tofile(prefix + '.chunks/%s.bin' % entry['chunks'][0])
     with open(prefix + '.chunks/manifest.json', 'w') as f:
         json.dump(manifest, f)
     assert read_back(prefix)[1:] == ('replayer/_flat_data/1', 'NaN')
@@ -285,7 +412,7 @@ def test_write_failure_leaves_no_checkpoint(
     checkpointer = Checkpointer(str(tmp_path), replayer=buffer)
     checkpointer.save(1)
 
-    def failing(found, prefix):
+    def failing(found, prefix, reuse=None):
         raise error
 
     monkeypatch.setattr(chunked_state, 'write_chunks', failing)
