@@ -440,6 +440,29 @@ def test_restore_reads_a_chunk_at_a_time(tmp_path, small_chunks, monkeypatch):
     assert reads == ([18] * 13 + [6] + [4] * 10) * 2
 
 
+def test_unfilled_rows_are_read_once_per_run_of_alike_chunks(
+    tmp_path, small_chunks, monkeypatch
+):
+    buffer = _buffer(capacity=80)
+    _fill(buffer)
+    prefix = Checkpointer(str(tmp_path), replayer=buffer).save(1)
+    reads = []
+    real = np.fromfile
+
+    def counted(f, dtype, count):
+        reads.append(os.path.basename(f.name))
+        return real(f, dtype, count=count)
+
+    monkeypatch.setattr(chunked_state.np, 'fromfile', counted)
+    restored = _buffer(capacity=80, seed=1)
+    Checkpointer(str(tmp_path), replayer=restored).restore(prefix)
+    _assert_same_contents(buffer, restored)
+    # obs: 27 chunks, of which 6..12 and 19..25 alike (zeros): 15 reads;
+    # reward: 20 chunks of 4, 5..9 and 15..19 alike: 12; read back, then
+    # restored.
+    assert len(reads) == (15 + 12) * 2
+
+
 def test_scalar_chunked_variable_is_refused():
     class Bad(chunked_state.ChunkedVariables, tf.Module):
         _chunked_attributes = ('_v',)
