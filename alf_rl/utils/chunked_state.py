@@ -344,7 +344,9 @@ def read_manifest(prefix: str) -> Optional[List[Dict[str, Any]]]:
     return list(entries)
 
 
-def _entry_layout(entry: Dict[str, Any], sums: str):
+def _entry_layout(
+    entry: Dict[str, Any], sums: str
+) -> Tuple[Any, List[int], int, List[Tuple[int, int]]]:
     """``(dtype, shape, values per row, spans)`` of a manifest entry whose
     lists ``sums`` and ``crc32`` have one item per chunk.
 
@@ -364,7 +366,9 @@ def _entry_layout(entry: Dict[str, Any], sums: str):
     return dtype, shape, row, spans
 
 
-def _read_entry(directory: str, entry: Dict[str, Any]):
+def _read_entry(
+    directory: str, entry: Dict[str, Any]
+) -> Iterator[Tuple[int, int, Any]]:
     """Yields ``(lo, hi, rows)`` of a manifest entry, a chunk at a time,
     each checked against its checksum and size.
 
@@ -402,7 +406,9 @@ def _read_entry(directory: str, entry: Dict[str, Any]):
         yield lo, hi, last[2]
 
 
-def _read_entry_v1(directory: str, entry: Dict[str, Any]):
+def _read_entry_v1(
+    directory: str, entry: Dict[str, Any]
+) -> Iterator[Tuple[int, int, Any]]:
     """``_read_entry`` for the first format: the variable's rows in one
     file, a CRC-32 per chunk."""
     dtype, shape, row, spans = _entry_layout(entry, 'crc32')
