@@ -366,6 +366,25 @@ def _entry_layout(
     return dtype, shape, row, spans
 
 
+def _check_size(f: Any, path: str, expected: int) -> None:
+    """Raises ValueError naming ``path`` unless the open file ``f`` holds
+    ``expected`` bytes."""
+    size = os.fstat(f.fileno()).st_size
+    if size != expected:
+        raise ValueError(
+            '%s holds %d bytes, expected %d' % (path, size, expected)
+        )
+
+
+def _check_crc(rows: Any, crc: int, path: str, lo: int, hi: int) -> None:
+    """Raises ValueError naming ``path`` and rows ``lo..hi`` unless the
+    CRC-32 of ``rows`` (numpy) is ``crc``."""
+    if zlib.crc32(rows.data) != crc:
+        raise ValueError(
+            '%s: checksum mismatch in rows %d..%d' % (path, lo, hi)
+        )
+
+
 def _read_entry(
     directory: str, entry: Dict[str, Any]
 ) -> Iterator[Tuple[int, int, Any]]:
@@ -379,31 +398,23 @@ def _read_entry(
         yield from _read_entry_v1(directory, entry)
         return
     dtype, shape, row, spans = _entry_layout(entry, 'chunks')
-    last = None  # (name, crc, rows): chunks alike in a row are read once
+    # (name, crc, rows in it, the rows): chunks alike in a row read once.
+    last = None
     for (lo, hi), digest, crc in zip(spans, entry['chunks'], entry['crc32']):
-        if last is not None and last[:2] == (digest, crc):
-            if last[2].shape[0] == hi - lo:
-                yield lo, hi, last[2]
-                continue
+        if last is not None and last[:3] == (digest, crc, hi - lo):
+            yield lo, hi, last[3]
+            continue
         path = os.path.join(directory, digest + '.bin')
         try:
             f = open(path, 'rb')
         except FileNotFoundError:
             raise ValueError('%s is missing' % path) from None
         with f:
-            expected = (hi - lo) * row * dtype.itemsize
-            size = os.fstat(f.fileno()).st_size
-            if size != expected:
-                raise ValueError(
-                    '%s holds %d bytes, expected %d' % (path, size, expected)
-                )
+            _check_size(f, path, (hi - lo) * row * dtype.itemsize)
             rows = np.fromfile(f, dtype, count=(hi - lo) * row)
-        if zlib.crc32(rows.data) != crc:
-            raise ValueError(
-                '%s: checksum mismatch in rows %d..%d' % (path, lo, hi)
-            )
-        last = (digest, crc, rows.reshape([hi - lo] + shape[1:]))
-        yield lo, hi, last[2]
+        _check_crc(rows, crc, path, lo, hi)
+        last = (digest, crc, hi - lo, rows.reshape([hi - lo] + shape[1:]))
+        yield lo, hi, last[3]
 
 
 def _read_entry_v1(
@@ -414,18 +425,14 @@ def _read_entry_v1(
     dtype, shape, row, spans = _entry_layout(entry, 'crc32')
     path = os.path.join(directory, entry['file'])
     with open(path, 'rb') as f:
-        expected = shape[0] * row * dtype.itemsize
-        size = os.fstat(f.fileno()).st_size
-        if size != expected:
-            raise ValueError(
-                '%s holds %d bytes, expected %d' % (path, size, expected)
-            )
+        _check_size(f, path, shape[0] * row * dtype.itemsize)
         for (lo, hi), crc in zip(spans, entry['crc32']):
             rows = np.fromfile(f, dtype, count=(hi - lo) * row)
-            if rows.size != (hi - lo) * row or zlib.crc32(rows.data) != crc:
+            if rows.size != (hi - lo) * row:
                 raise ValueError(
                     '%s: checksum mismatch in rows %d..%d' % (path, lo, hi)
                 )
+            _check_crc(rows, crc, path, lo, hi)
             yield lo, hi, rows.reshape([hi - lo] + shape[1:])
 
 
