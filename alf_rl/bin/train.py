@@ -5,7 +5,7 @@ Usage::
     alf-train --gin_file examples/ac_cart_pole.gin --root_dir DIR \
         [--gin_param 'TrainerConfig.num_iterations=200'] \
         [--module_path DIR_OF_MY_MODULES] [--fresh_start | --from_checkpoint N]
-        [--init_from OTHER_RUN_DIR]
+        [--without_replay] [--init_from OTHER_RUN_DIR]
     alf-train --example ppo_cart_pole --root_dir DIR
 
 ``--example NAME`` is a gin file shipped with alf_rl (``examples/NAME.gin``
@@ -17,7 +17,9 @@ checkpoint that reads back completely (counters continue; a corrupt newer
 one is reported and moved aside as ``ckpt-<step>.corrupt``). When
 checkpoints are on disk but none is usable, the run refuses to start.
 Rescues (see the flags; said in one line, nothing deleted; rerun without
-them to resume): ``--from_checkpoint N``, ``--fresh_start``. Outputs:
+them to resume): ``--from_checkpoint N``, ``--fresh_start``,
+``--without_replay`` (resume with the replay buffer refilled, when only
+its chunk files are damaged). Outputs:
 ``DIR/train``, ``DIR/eval``
 (TensorBoard), ``DIR/ckpt``, ``DIR/config.gin``. ``--init_from`` starts a
 new run from another run's weights (``OfflineToOnlineTrainer``, e.g. an
@@ -69,7 +71,8 @@ from alf_rl.runs.stop_signals import (STOP_SIGNAL, TRAINERS, exit_stopped,
 # Importable from here too (benchmarks, tests).
 from alf_rl.runs.training import start_training_runtime  # noqa: F401
 from alf_rl.utils.checkpoint import (CheckpointError, RunDirError,
-                                     RunDirLock, describe_os_error)
+                                     RunDirLock, describe_os_error,
+                                     rerun_advice)
 
 FLAGS = flags.FLAGS
 
@@ -99,6 +102,12 @@ def _define_flags():
         'Resume from the kept checkpoint ckpt-N of iteration N (e.g. when '
         'the newer ones hold bad state); the newer ones are renamed '
         'ckpt-K.set_aside (nothing is deleted). Rerun without it to resume.')
+    flags.DEFINE_boolean(
+        'without_replay', False,
+        'Resume without the replay buffer\'s contents (e.g. when its chunk '
+        'files are damaged: the refusal to start says so); it is refilled '
+        'with initial_collect_steps of the current policy. Binds '
+        'TrainerConfig.restore_replay=False. Rerun without it to resume.')
     flags.DEFINE_integer(
         'stop_at_env_steps', None,
         'Stop (with a checkpoint, exit 0) after this many environment steps, '
@@ -169,9 +178,11 @@ def train(root_dir: str, gin_files: Sequence[str] = (),
 
 
 def _gin_params() -> List[str]:
-    """The ``--gin_param`` bindings and those ``--init_from`` and
-    ``--stop_at_env_steps`` stand for."""
+    """The ``--gin_param`` bindings and those ``--without_replay``,
+    ``--init_from`` and ``--stop_at_env_steps`` stand for."""
     params = list(FLAGS.gin_param or [])
+    if FLAGS.without_replay:
+        params.append('TrainerConfig.restore_replay=False')
     if FLAGS.stop_at_env_steps is not None:
         params.append('TrainerConfig.stop_at_env_steps=%d' %
                       FLAGS.stop_at_env_steps)
@@ -183,9 +194,8 @@ def _gin_params() -> List[str]:
 
 def _rerun() -> str:
     """How to resume: without a rescue flag (it would act again)."""
-    rescue = ('--fresh_start' if FLAGS.fresh_start else '--from_checkpoint'
-              if FLAGS.from_checkpoint is not None else None)
-    return 'rerun without ' + rescue if rescue else 'rerun the same command'
+    return rerun_advice(FLAGS.fresh_start, FLAGS.from_checkpoint is not None,
+                        FLAGS.without_replay)
 
 
 def _fail(message: str, lock: Optional[RunDirLock] = None) -> NoReturn:

@@ -271,6 +271,7 @@ class AsyncOffPolicyTrainer(OffPolicyTrainer):
         try:
             if not driver.started:
                 driver.start(int(self._iteration.numpy()))
+                self._drop_restored_replay()  # refilled below
             if r.initial_collect_steps and not r.clear_replay_buffer:
                 while (int(self._replayer.buffer.total_size) <
                        r.initial_collect_steps):

@@ -20,7 +20,7 @@ are all finite to resume from (``--from_checkpoint N``), if one is kept.
 import contextlib
 import os
 import sys
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
@@ -31,8 +31,11 @@ from alf_rl.trainers.errors import (EnvironmentStepError, NonFiniteLossError,
                                     NonFiniteModelError, NonFiniteUpdateError,
                                     TrainingError)
 from alf_rl.utils.checkpoint import (Checkpointer, CheckpointSaveError,
-                                     NonFiniteStateError, RunDirLock,
+                                     NonFiniteStateError,
+                                     NoUsableCheckpointError, RunDirLock,
+                                     put_back_replay_damaged, rerun_advice,
                                      set_aside_run)
+from alf_rl.utils.chunked_state import chunks_left_out
 from alf_rl.utils.checkpoint_contents import (finite_checkpoint_before,
                                               non_finite_variable)
 from alf_rl.utils.common import NestState
@@ -118,6 +121,7 @@ class RunCheckpoints(object):
             **objects)
         # The iteration of the newest save.
         self.saved_iteration: Optional[int] = None
+        self._replay = 'replayer' in objects
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
@@ -144,7 +148,11 @@ class RunCheckpoints(object):
         (``set_aside_run``) and restores nothing; with ``from_checkpoint``,
         restores that checkpoint and sets the newer ones aside
         (``Checkpointer.restore_from``). What a rescue moved is said in one
-        line on stderr.
+        line on stderr. With ``restore_replay=False``, the chunk files (the
+        replay buffer's contents) are neither read back nor restored
+        (``chunks_left_out``); otherwise, when no checkpoint reads back and
+        some are damaged in their chunk files alone, those are put back in
+        place and the refusal names ``--without_replay``.
 
         Args:
             describe: what to add to the resume line, e.g. ``', 512 env
@@ -167,16 +175,9 @@ class RunCheckpoints(object):
             self._set_aside_run()
             return None
         checkpointer.remove_stale_temporaries()
-        try:
-            if config.from_checkpoint is None:
-                restored = checkpointer.restore(move_corrupt=True)
-            else:
-                restored, moved = checkpointer.restore_from(
-                    config.from_checkpoint)
-        except NonFiniteStateError as e:
-            step = _step_of(e.checkpoint)
-            raise NonFiniteStateError('%s: %s' % (e, self._resume_advice(
-                step)), e.variable, e.checkpoint) from None
+        with (contextlib.nullcontext() if config.restore_replay else
+              chunks_left_out()):
+            restored, moved = self._restore_checkpoint()
         if config.from_checkpoint is not None:
             _say("alf_rl: from_checkpoint=%d: %s" % (
                 config.from_checkpoint,
@@ -185,9 +186,40 @@ class RunCheckpoints(object):
                 if moved else 'no newer checkpoint to set aside'))
         if restored:
             self.saved_iteration = int(self._iteration.numpy())
-            print("alf_rl: resumed from %s at iteration %d%s" %
-                  (restored, self.saved_iteration, describe()), flush=True)
+            print("alf_rl: resumed from %s at iteration %d%s%s" % (
+                restored, self.saved_iteration, describe(),
+                '' if config.restore_replay or not self._replay else
+                ', without its replay buffer (restore_replay=False)'),
+                flush=True)
         return restored
+
+    def _restore_checkpoint(self) -> Tuple[Optional[str], List[str]]:
+        """``restore``'s restore: ``(the prefix restored or None, the
+        names of the checkpoints ``from_checkpoint`` set aside)``."""
+        config, checkpointer = self._config, self.checkpointer
+        try:
+            if config.from_checkpoint is None:
+                return checkpointer.restore(move_corrupt=True), []
+            return checkpointer.restore_from(config.from_checkpoint)
+        except NonFiniteStateError as e:
+            step = _step_of(e.checkpoint)
+            raise NonFiniteStateError('%s: %s' % (e, self._resume_advice(
+                step)), e.variable, e.checkpoint) from None
+        except NoUsableCheckpointError as e:
+            if not config.restore_replay:
+                raise
+            back = put_back_replay_damaged(checkpointer.directory,
+                                           [name for name, _ in e.problems])
+            if not back:
+                raise
+            raise NoUsableCheckpointError(
+                '%s. The rest of %s reads back: only the replay buffer '
+                "(its chunk files) is damaged, and %s back in place. To "
+                'resume from %s with the replay buffer refilled by '
+                'initial_collect_steps of the current collect policy, rerun '
+                'with --without_replay (TrainerConfig.restore_replay=False)'
+                % (e, ', '.join(back), 'it is' if len(back) == 1 else
+                   'they are', back[0]), e.problems) from None
 
     def _set_aside_run(self) -> None:
         """``fresh_start``: the earlier run moved aside, in one line."""
@@ -235,11 +267,9 @@ class RunCheckpoints(object):
         """How to resume this run later: ``'rerun the same command'``, or
         without the rescue setting that would set the progress aside
         again."""
-        if self._config.fresh_start:
-            return 'rerun without --fresh_start'
-        if self._config.from_checkpoint is not None:
-            return 'rerun without --from_checkpoint'
-        return 'rerun the same command'
+        c = self._config
+        return rerun_advice(c.fresh_start, c.from_checkpoint is not None,
+                            not c.restore_replay)
 
     def saved_wall_time(self, prefix: str) -> float:
         """``time.time()`` when the checkpoint ``prefix`` was saved."""

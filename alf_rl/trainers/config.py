@@ -136,11 +136,22 @@ class CheckpointConfig(object):
             checkpoint: rerun without it to resume. None (default): the
             newest usable checkpoint. ``alf-train --from_checkpoint N``
             sets it.
+        restore_replay: False: resume the model, optimizers, counters and
+            metrics but not the replay buffer's contents (its chunk files
+            are not read), e.g. when they are damaged (the refusal to
+            start says so) or to drop the stored experience; an online run
+            starts its buffer empty and refills it with
+            ``initial_collect_steps`` of its current collect policy, an
+            offline run holds its dataset as always. Rerun without it
+            afterwards: the next checkpoints hold the new buffer. No
+            effect on runs without a replay buffer. ``alf-train
+            --without_replay`` sets it.
     """
 
     def __init__(self, checkpoint_interval: int = 100,
                  checkpoint_max_to_keep: int = 3, fresh_start: bool = False,
-                 from_checkpoint: Optional[int] = None):
+                 from_checkpoint: Optional[int] = None,
+                 restore_replay: bool = True):
         check_arg_types('TrainerConfig', CheckpointConfig.__init__, locals())
         _require_positive(locals(), ('checkpoint_interval', ))
         if from_checkpoint is not None and from_checkpoint < 0:
@@ -155,6 +166,7 @@ class CheckpointConfig(object):
         self.checkpoint_max_to_keep = int(checkpoint_max_to_keep)
         self.fresh_start = fresh_start
         self.from_checkpoint = from_checkpoint
+        self.restore_replay = restore_replay
 
 
 class ReportConfig(object):

@@ -9,7 +9,9 @@ training function:
 - with ``clear_replay_buffer=True`` (on-policy methods trained from replay,
   e.g. off-policy actor-critic, PPO): take exactly what this iteration
   collected and train ``num_updates_per_train_step`` epochs of mini-batches.
-The replay buffer is part of the checkpoint, so a resumed run keeps its data.
+The replay buffer is part of the checkpoint, so a resumed run keeps its data
+(unless ``restore_replay=False``: then it starts empty and the first
+iteration collects ``initial_collect_steps`` with the collect policy).
 
 With ``TrainerConfig.strategy`` (``alf_rl.distributed.strategy``) the update
 is distributed: each mini-batch is split evenly across the process's
@@ -256,12 +258,14 @@ class OffPolicyTrainer(Trainer):
 
     def _train_iterations(self, num_iterations):
         c = self._config
-        batch_size = self._env.batch_size
         collect = c.replay.initial_collect_steps
-        first = int(self._iteration.numpy()) == 0 and collect
-        if first and not self._restored_replay_data():
-            self._driver.run(max(collect // batch_size, 1),
-                             uniform_actions=(c.replay.initial_collect_policy
+        it = int(self._iteration.numpy())
+        refill = self._drop_restored_replay()
+        if collect and (refill or (it == 0 and
+                                   not self._restored_replay_data())):
+            self._driver.run(max(collect // self._env.batch_size, 1),
+                             uniform_actions=(it == 0 and
+                                              c.replay.initial_collect_policy
                                               == 'uniform'))
         return self._driver.run_and_train_iterations(
             c.unroll_length, self._train, num_iterations,
@@ -269,3 +273,16 @@ class OffPolicyTrainer(Trainer):
 
     def _restored_replay_data(self):
         return int(self._replayer.buffer.total_size) > 0
+
+    def _drop_restored_replay(self) -> bool:
+        """On a run resumed with ``restore_replay=False``, once: clears the
+        replay buffer, whose restored counters describe experience that
+        was not restored, and returns True (refill it with the collect
+        policy); else False."""
+        if (self._config.checkpoint.restore_replay
+                or int(self._iteration.numpy()) == 0
+                or getattr(self, '_replay_dropped', False)):
+            return False
+        self._replay_dropped = True
+        self._replayer.clear()
+        return True

@@ -57,7 +57,7 @@ import socket
 import sys
 import tempfile
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from alf_rl.utils.checkpoint_contents import read_back
 
@@ -690,11 +690,11 @@ class Checkpointer(object):
     def _unreadable(self, prefix: str) -> Optional[str]:
         """``_unreadable`` for the objects this restores: the chunk files
         (replay data) are read back only when one of them keeps its data
-        there; a reader of the policy alone (``alf-play``, export) skips
-        them (~10 s for a 7 GB Atari buffer)."""
-        from alf_rl.utils.chunked_state import find_chunked
+        there and they are not left out; a reader of the policy alone
+        (``alf-play``, export) skips them (~10 s for a 7 GB Atari buffer)."""
+        from alf_rl.utils.chunked_state import chunks_restored
 
-        return _unreadable(prefix, chunks=bool(find_chunked(self._checkpoint)))
+        return _unreadable(prefix, chunks=chunks_restored(self._checkpoint))
 
     def _read(self, prefix: str) -> None:
         """Restores a checkpoint that reads back into the objects."""
@@ -761,6 +761,57 @@ def _no_usable_checkpoint(ckpt_dir: str, problems: List[Tuple[str, str]]
         'run is moved aside to root_dir/set_aside-<k>, nothing is '
         'deleted), or use another root_dir' %
         (ckpt_dir, '; '.join(found)), problems)
+
+
+def put_back_replay_damaged(ckpt_dir: str,
+                            names: Sequence[str]) -> List[str]:
+    """Of the checkpoints a restore just moved aside as corrupt, puts back
+    those damaged in their chunk files alone (the replay data: every other
+    tensor reads back, with finite values), as ``ckpt-<step>`` again, and
+    points ``latest`` at the newest of them: a restore that leaves the
+    chunk files out (``chunked_state.chunks_left_out``) resumes from it.
+    Only for the process that holds the run's lock.
+
+    Args:
+        ckpt_dir: the checkpoint directory.
+        names: the names they were moved aside to (``ckpt-9.corrupt``,
+            ``NoUsableCheckpointError.problems``), newest first.
+
+    Returns:
+        The names put back (``ckpt-9``), newest first.
+    """
+    back = []
+    for name in names:
+        match = re.match(r'^(ckpt-\d+)\.corrupt(-\d+)?$', name)
+        if match is None or os.path.lexists(os.path.join(ckpt_dir,
+                                                         match.group(1))):
+            continue
+        found = read_back(os.path.join(ckpt_dir, name, 'ckpt'), chunks=False)
+        if found.problem is None and found.non_finite is None:
+            os.rename(os.path.join(ckpt_dir, name),
+                      os.path.join(ckpt_dir, match.group(1)))
+            back.append(match.group(1))
+    if back:
+        atomic_write_text(os.path.join(ckpt_dir, 'latest'), back[0])
+    return back
+
+
+def rerun_advice(fresh_start: bool = False, from_checkpoint: bool = False,
+                 without_replay: bool = False) -> str:
+    """How to resume a run later, in words: ``'rerun the same command'``,
+    or ``'rerun without --from_checkpoint and --without_replay'`` for the
+    rescue settings given, which would act again.
+
+    Args:
+        fresh_start: ``--fresh_start`` was given.
+        from_checkpoint: ``--from_checkpoint N`` was given.
+        without_replay: ``--without_replay`` was given.
+    """
+    rescue = [flag for flag, given in (
+        ('--fresh_start', fresh_start), ('--from_checkpoint', from_checkpoint),
+        ('--without_replay', without_replay)) if given]
+    return ('rerun without ' + ' and '.join(rescue) if rescue else
+            'rerun the same command')
 
 
 def _candidates(ckpt_dir: str, steps: List[int]

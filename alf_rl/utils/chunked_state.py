@@ -23,7 +23,10 @@ links to its files, not copies (a replay buffer adds a tenth of its
 capacity between two checkpoints of an Atari run: the rest is not written
 again), and chunks with the same bytes (the rows not filled yet) are one
 file. Files are never changed once written, so a crash, a kill or a full
-disk during a save cannot damage the checkpoints sharing them.
+disk during a save cannot damage the checkpoints sharing them; and a save
+links only files that this process wrote or read and checked when it
+restored them. ``chunks_left_out`` restores a checkpoint without its chunk
+files (e.g. one of them is damaged).
 
 Keys are the ones ``tf.train.Checkpoint`` gave these variables before
 (``replayer/_buffer/_flat_data/0``): a checkpoint written before this
@@ -45,7 +48,16 @@ import os
 import re
 import threading
 import zlib
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import (
+    Any,
+    ContextManager,
+    Dict,
+    Iterator,
+    List,
+    Optional,
+    Set,
+    Tuple,
+)
 
 import numpy as np
 import tensorflow as tf
@@ -77,24 +89,77 @@ _FIELDS = {
 
 
 _local = threading.local()
+#: ``(st_dev, st_ino)`` of the chunk directories this process wrote, or
+#: restored from whole (every file read and checked): a save hard-links
+#: unchanged chunk files only from these. A checkpoint restored without its
+#: chunk files (``chunks_left_out``) is not vouched for: the next save
+#: writes its chunks again rather than link files that may be damaged.
+_VOUCHED: Set[Tuple[int, int]] = set()
+
+
+def _identity(directory: str) -> Optional[Tuple[int, int]]:
+    try:
+        st = os.stat(directory)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _vouch(directory: str, good: bool = True) -> None:
+    """Adds the chunk ``directory`` to ``_VOUCHED`` (``good``) or takes it
+    out."""
+    identity = _identity(directory)
+    if identity is not None:
+        if good:
+            _VOUCHED.add(identity)
+        else:
+            _VOUCHED.discard(identity)
 
 
 def _apart() -> bool:
     return getattr(_local, 'apart', False)
 
 
+def _left_out() -> bool:
+    return getattr(_local, 'left_out', False)
+
+
 @contextlib.contextmanager
-def chunks_written_apart() -> Iterator[None]:
+def _thread_flag(name: str) -> Iterator[None]:
+    """Sets the flag ``name`` of this thread inside (as it was after)."""
+    before = getattr(_local, name, False)
+    setattr(_local, name, True)
+    try:
+        yield
+    finally:
+        setattr(_local, name, before)
+
+
+def chunks_written_apart() -> ContextManager[None]:
     """Within it (in this thread), ``tf.train.Checkpoint`` does not see the
     chunked variables of ``ChunkedVariables`` modules: it neither saves nor
     restores nor expects them (the ``Checkpointer`` writes and reads them
     in chunk files itself)."""
-    before = _apart()
-    _local.apart = True
-    try:
-        yield
-    finally:
-        _local.apart = before
+    return _thread_flag('apart')
+
+
+def chunks_left_out() -> ContextManager[None]:
+    """Within it (in this thread), restoring leaves the chunked variables
+    out: ``read_state`` restores everything else and leaves them as they
+    are, and ``chunks_restored`` is False (reading a checkpoint back skips
+    its chunk files). For resuming from a checkpoint whose chunk files are
+    damaged, or without its stored experience: the caller then makes the
+    module's restored counters agree with what its chunked variables hold
+    (an online run clears its replay buffer; an offline one holds the
+    dataset again, as it was when the checkpoint was written)."""
+    return _thread_flag('left_out')
+
+
+def chunks_restored(checkpoint: Any) -> bool:
+    """Whether restoring ``checkpoint`` (a ``tf.train.Checkpoint``) reads
+    chunk files: it holds chunked variables and they are not left out
+    (``chunks_left_out``)."""
+    return not _left_out() and bool(find_chunked(checkpoint))
 
 
 class ChunkedVariables(object):
@@ -273,7 +338,8 @@ def write_chunks(
             once).
         reuse: the prefix of a complete earlier checkpoint, or None: its
             chunk files whose content is unchanged are hard-linked, not
-            written again.
+            written again, when this process wrote them or restored from
+            them (else they are written).
 
     Raises:
         OSError: writing failed (e.g. the disk is full).
@@ -283,6 +349,8 @@ def write_chunks(
     directory = prefix + CHUNKS_SUFFIX
     os.makedirs(directory)
     earlier = None if reuse is None else reuse + CHUNKS_SUFFIX
+    if earlier is not None and _identity(earlier) not in _VOUCHED:
+        earlier = None  # not written nor checked here: written again
     entries = []
     for key, var in found:
         per_chunk = rows_per_chunk(var)
@@ -305,6 +373,7 @@ def write_chunks(
         json.dump(dict(format=_FORMAT, variables=entries), f)
         f.flush()
         os.fsync(f.fileno())
+    _vouch(directory)
 
 
 def read_manifest(prefix: str) -> Optional[List[Dict[str, Any]]]:
@@ -459,6 +528,7 @@ def check_chunks(prefix: str) -> ReadBack:
                 if bad is None and kind is not None:
                     bad = ReadBack(non_finite=entry['key'], value=kind)
     except (OSError, ValueError, TypeError) as e:
+        _vouch(prefix + CHUNKS_SUFFIX, False)
         return ReadBack(problem=problem_line(e))
     return bad or ReadBack()
 
@@ -520,6 +590,8 @@ def read_chunks(found: List[Tuple[str, Any]], prefix: str) -> None:
             continue
         for lo, _, rows in _read_entry(prefix + CHUNKS_SUFFIX, entry):
             _write_rows(var, lo, rows)
+    if entries and set(entries) == {key for key, _ in found}:
+        _vouch(prefix + CHUNKS_SUFFIX)  # every file read and checked
 
 
 def non_finite_state(checkpoint: Any) -> Optional[str]:
@@ -562,13 +634,17 @@ def read_state(checkpoint: Any, prefix: str) -> None:
     ``write_state``, or before chunks with the chunked variables in its
     bundle). Shapes and dtypes of the chunked variables are checked before
     anything is assigned; every other object must match the checkpoint.
+    Within ``chunks_left_out`` the chunked variables are neither checked
+    nor assigned.
 
     Raises:
         ValueError: a chunked variable is missing or differs, or a chunk
             file is corrupt.
         AssertionError, tf.errors.OpError: the bundle does not match.
     """
-    found = find_chunked(checkpoint)
+    found = [] if _left_out() else find_chunked(checkpoint)
+    if _left_out():  # its files may be damaged: a save writes its own
+        _vouch(prefix + CHUNKS_SUFFIX, False)
     check_matches(found, prefix)
     with chunks_written_apart():
         status = checkpoint.read(prefix)

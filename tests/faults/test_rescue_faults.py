@@ -23,6 +23,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import tensorflow as tf
 import tf_keras
 from tensorboard.backend.event_processing.event_accumulator import \
@@ -34,6 +35,8 @@ from alf_rl.environments.suite_unittest import ValueUnittestEnv
 from alf_rl.environments.tf_environment import TFPyEnvironment
 from alf_rl.networks import QNetwork
 from alf_rl.trainers import OffPolicyTrainer, OnPolicyTrainer, TrainerConfig
+from alf_rl.utils.checkpoint import NoUsableCheckpointError
+from alf_rl.utils.checkpoint_contents import read_back
 from small_algorithms import small_actor_critic
 
 REPO = os.path.join(os.path.dirname(__file__), '..', '..')
@@ -124,6 +127,64 @@ def test_from_checkpoint_rescues_a_run_from_its_newer_checkpoints(
     assert any('replay' in name.lower() for name in again)
     for name, value in bad.items():
         np.testing.assert_array_equal(again[name], value, err_msg=name)
+
+
+def _damage_every_chunk_file(ckpt):
+    """Appends a byte to every replay chunk file under ``ckpt`` (each
+    file once: the checkpoints share unchanged chunks as hard links)."""
+    seen = set()
+    for path in sorted(glob.glob(str(ckpt / 'ckpt-*' / 'ckpt.chunks' /
+                                     '*.bin'))):
+        if os.stat(path).st_ino not in seen:
+            seen.add(os.stat(path).st_ino)
+            with open(path, 'ab') as f:
+                f.write(b'x')
+    return seen
+
+
+def test_a_run_whose_replay_chunks_are_damaged_resumes_without_them(
+        tmp_path, capsys):
+    root = tmp_path / 'run'
+    _train(root, 9, off_policy=True)  # ckpt-3, -6, -9 (replay too)
+    ckpt = root / 'ckpt'
+    damaged = _damage_every_chunk_file(ckpt)
+    capsys.readouterr()
+    with pytest.raises(NoUsableCheckpointError) as raised:
+        _train(root, 12, off_policy=True)
+    message = str(raised.value)
+    assert message.startswith('no usable checkpoint in %s (corrupt: '
+                              'ckpt-9.corrupt (ValueError: ' % ckpt)
+    assert message.endswith(
+        '. The rest of ckpt-9, ckpt-6, ckpt-3 reads back: only the replay '
+        'buffer (its chunk files) is damaged, and they are back in place. '
+        'To resume from ckpt-9 with the replay buffer refilled by '
+        'initial_collect_steps of the current collect policy, rerun with '
+        '--without_replay (TrainerConfig.restore_replay=False)')
+    assert sorted(os.listdir(ckpt)) == ['ckpt-3', 'ckpt-6', 'ckpt-9',
+                                        'latest']
+    assert (ckpt / 'latest').read_text() == 'ckpt-9'
+    capsys.readouterr()
+    result = _train(root, 12, off_policy=True, restore_replay=False)
+    resumed = capsys.readouterr().out.splitlines()[0]
+    assert resumed.startswith('alf_rl: resumed from %s at iteration 9, ' %
+                              (ckpt / 'ckpt-9' / 'ckpt'))
+    assert resumed.endswith(
+        ' env steps, without its replay buffer (restore_replay=False)')
+    assert result['iterations'] == 12
+    # The new checkpoint reads back whole, its chunk files written anew.
+    prefix = str(ckpt / 'ckpt-12' / 'ckpt')
+    assert read_back(prefix).problem is None
+    written = {os.stat(p).st_ino for p in glob.glob(prefix + '.chunks/*')}
+    assert written and not written & damaged
+    # Its buffer holds the refill and the 3 iterations: 20 steps.
+    ends = _tensors(prefix)['replayer/_buffer/_end/.ATTRIBUTES/VARIABLE_VALUE']
+    starts = _tensors(prefix)[
+        'replayer/_buffer/_start/.ATTRIBUTES/VARIABLE_VALUE']
+    assert int(np.sum(ends - starts)) == 8 + 3 * 4
+    # Resumed as usual afterwards, from the new buffer.
+    capsys.readouterr()
+    assert _train(root, 13, off_policy=True)['iterations'] == 13
+    assert 'without its replay buffer' not in capsys.readouterr().out
 
 
 def test_fresh_start_starts_over_next_to_a_usable_checkpoint(tmp_path,
@@ -284,3 +345,12 @@ def test_alf_train_rescue_flags(tmp_path):
     assert 'iterations=1' in done.stdout.splitlines()[-1]
     assert sorted(os.listdir(root / 'set_aside-1' / 'ckpt')) == [
         'ckpt-2', 'ckpt-3', 'ckpt-4.set_aside', 'latest']
+    # A run without a replay buffer resumes as usual with --without_replay.
+    done = _cli(root, '--gin_param', 'TrainerConfig.num_iterations=2',
+                '--without_replay')
+    assert done.returncode == 0, done.stderr
+    assert 'alf_rl: resumed from %s at iteration 1, ' % (
+        root / 'ckpt' / 'ckpt-1' / 'ckpt') in done.stdout
+    assert 'without its replay buffer' not in done.stdout
+    assert 'TrainerConfig.restore_replay = False' in (
+        root / 'config.gin').read_text()

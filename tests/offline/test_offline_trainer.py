@@ -102,6 +102,20 @@ def test_resume_continues_exactly_and_evaluates_normalized_score(
     second.close()
     for a, b in zip(_weights(whole), _weights(second)):
         np.testing.assert_array_equal(a, b)
+    # Without the replay buffer's chunk files (restore_replay=False): the
+    # buffer holds the dataset again, as it did, so the resume is as exact.
+    for iterations, restore_replay in ((2, True), (4, False)):
+        part = OfflineTrainer(
+            _config(
+                str(tmp_path / 'c'), iterations, restore_replay=restore_replay
+            ),
+            dataset=small,
+        )
+        part.train()
+        part.close()
+    assert 'without its replay buffer' in capsys.readouterr().out
+    for a, b in zip(_weights(whole), _weights(part)):
+        np.testing.assert_array_equal(a, b)
     # Once more with the same budget: nothing trains, and a line says so.
     capsys.readouterr()
     third = OfflineTrainer(

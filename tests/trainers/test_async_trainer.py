@@ -140,7 +140,18 @@ def test_dqn_replay_of_all_actors_and_resume(tmp_path):
     # Resumed: no second initial collection, the counters go on.
     assert result['Metrics/EnvironmentSteps'] > steps
     assert int(resumed.algorithm.rollout_owned_variables()[0].numpy()) > count
+    size = int(resumed._replayer.buffer.total_size)
     resumed.close()
+
+    # Resumed without the replay buffer's contents: it is cleared and
+    # refilled to initial_collect_steps before the 2 iterations train.
+    config.update(num_iterations=16, restore_replay=False)
+    dropped = AsyncOffPolicyTrainer(TrainerConfig(**config), env=_env(2),
+                                    num_actors=2, iterations_per_message=4)
+    assert dropped.train()['iterations'] == 16
+    refilled = int(dropped._replayer.buffer.total_size)
+    assert 16 <= refilled < size
+    dropped.close()
 
 
 def _ppo_rnd(observation_spec, action_spec):

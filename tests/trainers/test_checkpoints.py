@@ -10,7 +10,8 @@ import tensorflow as tf
 from alf_rl.trainers.checkpoints import RunCheckpoints, non_finite_variable
 from alf_rl.trainers.config import CheckpointConfig
 from alf_rl.trainers.errors import NonFiniteLossError, TrainingError
-from alf_rl.utils.checkpoint import CheckpointError, NoUsableCheckpointError
+from alf_rl.utils.checkpoint import (CheckpointError, NoUsableCheckpointError,
+                                     rerun_advice)
 
 
 def _checkpoints(root, fresh_start=False, from_checkpoint=None):
@@ -216,3 +217,13 @@ def test_after_a_rescue_the_advice_is_to_rerun_without_it(tmp_path):
         assert ('A checkpoint was written at iteration 5 (%s): rerun '
                 'without %s to resume from it.' % (error.checkpoint, flag)
                 in str(error))
+
+
+def test_the_rerun_advice_names_every_rescue_given():
+    assert rerun_advice() == 'rerun the same command'
+    assert rerun_advice(fresh_start=True) == 'rerun without --fresh_start'
+    assert rerun_advice(from_checkpoint=True, without_replay=True) == (
+        'rerun without --from_checkpoint and --without_replay')
+    checkpoints = RunCheckpoints('unused', CheckpointConfig(
+        restore_replay=False), tf.Variable(0, dtype=tf.int64))
+    assert checkpoints._rerun_advice() == 'rerun without --without_replay'

@@ -3,6 +3,7 @@ trips through a ``Checkpointer`` (with frame stacks, across chunk
 boundaries), checkpoints written before chunks, plain ``tf.train.Checkpoint``
 unchanged, corrupt / NaN / mismatched chunk files refused in one line."""
 
+import glob
 import hashlib
 import json
 import os
@@ -477,3 +478,80 @@ def test_scalar_chunked_variable_is_refused():
         r'have rank >= 1',
     ):
         Bad().chunked_variables()
+
+
+def _damage(path):
+    """Flips one bit of the file at ``path`` (as a disk error at rest)."""
+    with open(path, 'r+b') as f:
+        byte = f.read(1)
+        f.seek(0)
+        f.write(bytes([byte[0] ^ 1]))
+
+
+@pytest.fixture
+def new_process(monkeypatch):
+    """No chunk directory written or restored by this process yet."""
+    monkeypatch.setattr(chunked_state, '_VOUCHED', set())
+
+
+def test_with_chunks_left_out_the_rest_is_restored_from_damaged_chunks(
+    tmp_path, small_chunks, new_process
+):
+    buffer = _buffer()
+    _fill(buffer)
+    prefix = Checkpointer(str(tmp_path), replayer=buffer).save(5)
+    _damage(_chunk_file(prefix, i=1))
+    restored = _buffer(seed=9)
+    checkpointer = Checkpointer(str(tmp_path), replayer=restored)
+    with pytest.raises(NoUsableCheckpointError, match='checksum mismatch'):
+        checkpointer.restore()
+    with chunked_state.chunks_left_out():
+        assert not chunked_state.chunks_restored(checkpointer._checkpoint)
+        assert checkpointer.restore() == prefix
+    assert chunked_state.chunks_restored(checkpointer._checkpoint)
+    # The counters (bundle) came back; the chunked variables were left as
+    # they were (zeros), for the caller to clear.
+    np.testing.assert_array_equal(restored.current_size, [17, 17])
+    for var in restored.chunked_variables().values():
+        assert not np.any(var.numpy())
+    restored.clear()
+    _fill(restored, steps=2)
+    # The next save writes its chunk files, none linked to the damaged ones.
+    second = checkpointer.save(6)
+    assert read_back(second).problem is None
+    before = {_inode(p) for p in glob.glob(prefix + '.chunks/*.bin')}
+    after = {_inode(p) for p in glob.glob(second + '.chunks/*.bin')}
+    assert before and after and not before & after
+
+
+def test_a_save_links_only_chunk_files_written_or_restored_here(
+    tmp_path, small_chunks, new_process
+):
+    buffer = _buffer(capacity=80)
+    _fill(buffer)
+    first = Checkpointer(str(tmp_path), replayer=buffer).save(1)
+    zero = _chunk_file(first, i=6)  # unfilled rows: kept by every save
+
+    def saved_again(step):
+        # As a new process: nothing vouched for.
+        chunked_state._VOUCHED.clear()
+        checkpointer = Checkpointer(
+            str(tmp_path), replayer=_buffer(capacity=80, seed=step)
+        )
+        return checkpointer, checkpointer.save(step)
+
+    # A checkpoint this process neither wrote nor restored from: written.
+    _, second = saved_again(2)
+    assert _inode(_chunk_file(second, i=6)) != _inode(zero)
+    # One it restored from (every chunk file read and checked): linked.
+    chunked_state._VOUCHED.clear()
+    checkpointer = Checkpointer(str(tmp_path), replayer=buffer)
+    assert checkpointer.restore() == second
+    third = checkpointer.save(3)
+    assert _inode(_chunk_file(third, i=6)) == _inode(_chunk_file(second, i=6))
+    # One whose read-back failed is no longer vouched for, even if this
+    # process wrote it.
+    _damage(_chunk_file(third, i=0))
+    assert read_back(third).problem is not None
+    fourth = checkpointer.save(4)
+    assert _inode(_chunk_file(fourth, i=6)) != _inode(_chunk_file(third, i=6))
