@@ -555,7 +555,9 @@ def check_matches(found: List[Tuple[str, Any]], prefix: str) -> None:
                     reader.get_variable_to_dtype_map(),
                 )
             if key + _KEY_SUFFIX not in bundle[0]:
-                raise ValueError('it holds no %s' % key)
+                raise ValueError(
+                    'it holds no %s%s' % (key, _gone(prefix, key, bundle[0]))
+                )
             shape = list(bundle[0][key + _KEY_SUFFIX])
             dtype = bundle[1][key + _KEY_SUFFIX].name
         if shape != var.shape.as_list() or dtype != var.dtype.name:
@@ -563,6 +565,23 @@ def check_matches(found: List[Tuple[str, Any]], prefix: str) -> None:
                 '%s is saved as %s %s, the model has %s %s'
                 % (key, dtype, shape, var.dtype.name, var.shape.as_list())
             )
+
+
+def _gone(prefix: str, key: str, bundled: Dict[str, Any]) -> str:
+    """``' (its chunk files ... are gone: ...)'`` when the checkpoint at
+    ``prefix`` holds the module owning ``key`` (other keys under its top
+    name, e.g. ``replayer/``) but neither ``key`` nor a chunk directory:
+    its chunk files were deleted; else ``''``."""
+    owner = key.split('/')[0] + '/'
+    if os.path.isdir(prefix + CHUNKS_SUFFIX) or not any(
+        name.startswith(owner) for name in bundled
+    ):
+        return ''
+    return (
+        ' (its chunk files, %s, are gone: restore the rest with '
+        'restore_replay=False, alf-train --without_replay)'
+        % os.path.basename(prefix + CHUNKS_SUFFIX)
+    )
 
 
 def read_chunks(found: List[Tuple[str, Any]], prefix: str) -> None:

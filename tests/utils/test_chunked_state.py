@@ -7,6 +7,7 @@ import glob
 import hashlib
 import json
 import os
+import shutil
 import zlib
 
 import numpy as np
@@ -555,3 +556,31 @@ def test_a_save_links_only_chunk_files_written_or_restored_here(
     assert read_back(third).problem is not None
     fourth = checkpointer.save(4)
     assert _inode(_chunk_file(fourth, i=6)) != _inode(_chunk_file(third, i=6))
+
+
+def test_a_checkpoint_whose_chunk_files_were_deleted_restores_without_them(
+    tmp_path, new_process
+):
+    buffer = _buffer()
+    _fill(buffer)
+    prefix = Checkpointer(str(tmp_path), replayer=buffer).save(2)
+    shutil.rmtree(prefix + '.chunks')  # to free the disk
+    restored = _buffer(seed=1)
+    checkpointer = Checkpointer(str(tmp_path), replayer=restored)
+    with pytest.raises(
+        CheckpointError,
+        match=r'it holds no replayer/_flat_data/0 \(its chunk files, '
+        r'ckpt.chunks, are gone: restore the rest with restore_replay=False, '
+        r'alf-train --without_replay\)',
+    ):
+        checkpointer.restore()
+    with chunked_state.chunks_left_out():
+        assert checkpointer.restore() == prefix
+    np.testing.assert_array_equal(restored.current_size, [17, 17])
+    # A model of another kind (its module absent from the checkpoint) is
+    # not told its chunk files are gone.
+    other = Checkpointer(str(tmp_path), other=_buffer())
+    with pytest.raises(
+        CheckpointError, match='it holds no other/_flat_data/0. '
+    ):
+        other.restore()
