@@ -30,14 +30,14 @@ from alf_rl.environments.tf_environment import NonFiniteActionError
 from alf_rl.trainers.errors import (EnvironmentStepError, NonFiniteLossError,
                                     NonFiniteModelError, NonFiniteUpdateError,
                                     TrainingError)
-from alf_rl.utils.checkpoint import (Checkpointer, CheckpointSaveError,
-                                     NonFiniteStateError,
+from alf_rl.utils.checkpoint import (Checkpointer, CheckpointError,
+                                     CheckpointSaveError, NonFiniteStateError,
                                      NoUsableCheckpointError, RunDirLock,
                                      put_back_replay_damaged, rerun_advice,
                                      set_aside_run)
 from alf_rl.utils.chunked_state import chunks_left_out
 from alf_rl.utils.checkpoint_contents import (finite_checkpoint_before,
-                                              non_finite_variable)
+                                              non_finite_variable, read_back)
 from alf_rl.utils.common import NestState
 
 __all__ = ['RunCheckpoints', 'driver_loop_state', 'non_finite_variable',
@@ -205,21 +205,23 @@ class RunCheckpoints(object):
             step = _step_of(e.checkpoint)
             raise NonFiniteStateError('%s: %s' % (e, self._resume_advice(
                 step)), e.variable, e.checkpoint) from None
-        except NoUsableCheckpointError as e:
+        except CheckpointError as e:
             if not config.restore_replay:
                 raise
-            back = put_back_replay_damaged(checkpointer.directory,
-                                           [name for name, _ in e.problems])
-            if not back:
-                raise
-            raise NoUsableCheckpointError(
-                '%s. The rest of %s reads back: only the replay buffer '
-                "(its chunk files) is damaged, and %s back in place. To "
-                'resume from %s with the replay buffer refilled by '
-                'initial_collect_steps of the current collect policy, rerun '
-                'with --without_replay (TrainerConfig.restore_replay=False)'
-                % (e, ', '.join(back), 'it is' if len(back) == 1 else
-                   'they are', back[0]), e.problems) from None
+            if isinstance(e, NoUsableCheckpointError):
+                back = put_back_replay_damaged(
+                    checkpointer.directory, [name for name, _ in e.problems])
+                if back:
+                    raise NoUsableCheckpointError('%s. %s' % (
+                        e, _without_replay_advice(back, put_back=True)),
+                        e.problems) from None
+            elif config.from_checkpoint is not None:
+                name = 'ckpt-%d' % config.from_checkpoint
+                if _only_chunks_damaged(os.path.join(checkpointer.directory,
+                                                     name, 'ckpt')):
+                    raise CheckpointError('%s. %s' % (
+                        e, _without_replay_advice([name]))) from None
+            raise
 
     def _set_aside_run(self) -> None:
         """``fresh_start``: the earlier run moved aside, in one line."""
@@ -355,6 +357,28 @@ class RunCheckpoints(object):
             except CheckpointSaveError as e:
                 note = "Writing a checkpoint failed too: %s." % e
         error.add_checkpoint_note(note, path)
+
+
+def _only_chunks_damaged(prefix: str) -> bool:
+    """Whether the checkpoint at ``prefix`` fails to read back in its chunk
+    files (the replay data) alone."""
+    return (read_back(prefix, chunks=False).problem is None
+            and read_back(prefix).problem is not None)
+
+
+def _without_replay_advice(names: Sequence[str], put_back: bool = False
+                           ) -> str:
+    """The advice to resume from ``names[0]`` (of the checkpoints
+    ``names``, damaged in their chunk files alone) without the replay
+    buffer's contents; ``put_back``: they were just put back in place."""
+    return ('The rest of %s reads back: only the replay buffer (its chunk '
+            'files) is damaged%s. To resume from %s with the replay buffer '
+            'refilled by initial_collect_steps of the current collect '
+            'policy, %s --without_replay (TrainerConfig.restore_replay='
+            'False)' % (', '.join(names), ', and %s back in place' % (
+                'it is' if len(names) == 1 else 'they are')
+                        if put_back else '', names[0],
+                        'rerun with' if put_back else 'add'))
 
 
 def _model_suspect(error: TrainingError) -> bool:

@@ -35,7 +35,7 @@ from alf_rl.environments.suite_unittest import ValueUnittestEnv
 from alf_rl.environments.tf_environment import TFPyEnvironment
 from alf_rl.networks import QNetwork
 from alf_rl.trainers import OffPolicyTrainer, OnPolicyTrainer, TrainerConfig
-from alf_rl.utils.checkpoint import NoUsableCheckpointError
+from alf_rl.utils.checkpoint import CheckpointError, NoUsableCheckpointError
 from alf_rl.utils.checkpoint_contents import read_back
 from small_algorithms import small_actor_critic
 
@@ -163,6 +163,19 @@ def test_a_run_whose_replay_chunks_are_damaged_resumes_without_them(
     assert sorted(os.listdir(ckpt)) == ['ckpt-3', 'ckpt-6', 'ckpt-9',
                                         'latest']
     assert (ckpt / 'latest').read_text() == 'ckpt-9'
+    # Going back to an earlier one names the flag too (nothing moved).
+    with pytest.raises(CheckpointError) as raised:
+        _train(root, 12, off_policy=True, from_checkpoint=6)
+    assert str(raised.value).startswith(
+        'from_checkpoint=6: checkpoint %s is corrupt or unreadable' %
+        (ckpt / 'ckpt-6' / 'ckpt'))
+    assert str(raised.value).endswith(
+        '. The rest of ckpt-6 reads back: only the replay buffer (its chunk '
+        'files) is damaged. To resume from ckpt-6 with the replay buffer '
+        'refilled by initial_collect_steps of the current collect policy, '
+        'add --without_replay (TrainerConfig.restore_replay=False)')
+    assert sorted(os.listdir(ckpt)) == ['ckpt-3', 'ckpt-6', 'ckpt-9',
+                                        'latest']
     capsys.readouterr()
     result = _train(root, 12, off_policy=True, restore_replay=False)
     resumed = capsys.readouterr().out.splitlines()[0]
