@@ -20,7 +20,7 @@ from typing import (Any, Callable, Dict, List, NamedTuple, Optional,
 
 from alf_rl.runs.gin_files import check_gin_syntax
 from alf_rl.tune.files import DONE_FILE
-from alf_rl.tune.runner import RunPool, RunResult
+from alf_rl.tune.runner import RunPool, RunResult, usable_cores
 from alf_rl.tune.spec import (Config, Run, binding_check_command,
                               check_search_record, expand_grid, parse_grid,
                               parse_seeds, plan_runs, train_command)
@@ -30,10 +30,7 @@ from alf_rl.tune.summary import summarize
 def default_parallel() -> int:
     """The number of cores this process may use (at least 1): runs at a
     time by default, each ``alf-train`` using about one core."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:
-        return max(1, os.cpu_count() or 1)
+    return usable_cores()
 
 
 class SearchOptions(NamedTuple):

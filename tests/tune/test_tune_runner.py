@@ -8,7 +8,8 @@ import sys
 import pytest
 
 from alf_rl.tune.files import ATTEMPTS_FILE, DONE_FILE, STDERR_LOG, STDOUT_LOG
-from alf_rl.tune.runner import RunPool, parse_done_line
+from alf_rl.tune.runner import (RunPool, parse_done_line, run_environment,
+                                usable_cores)
 from alf_rl.tune.spec import Config, plan_runs
 
 # Fails (exit 3, two stderr lines) when its root_dir names 'bad'; else
@@ -86,3 +87,28 @@ def test_pool_refuses_no_parallel_runs():
     with pytest.raises(ValueError, match='--num_parallel must be >= 1, '
                        'got 0'):
         RunPool(_command, 0)
+
+
+def test_runs_get_their_share_of_the_cores_as_threads(tmp_path, monkeypatch):
+    for name in ('TF_NUM_INTRAOP_THREADS', 'TF_NUM_INTEROP_THREADS'):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr('alf_rl.tune.runner.usable_cores', lambda: 8)
+    env = run_environment(2, {'PATH': '/bin'})
+    assert env == {'PATH': '/bin', 'TF_NUM_INTRAOP_THREADS': '4',
+                   'TF_NUM_INTEROP_THREADS': '4'}
+    assert run_environment(16, {})['TF_NUM_INTRAOP_THREADS'] == '1'
+    # The user's setting (either variable) stands, untouched.
+    assert run_environment(2, {'TF_NUM_INTEROP_THREADS': '3'}) == {
+        'TF_NUM_INTEROP_THREADS': '3'}
+    # What a started run sees.
+    show = ('import os, sys; print(os.environ.get("TF_NUM_INTRAOP_THREADS"),'
+            ' os.environ.get("TF_NUM_INTEROP_THREADS"))')
+    runs = plan_runs(str(tmp_path), [Config('c', {})], [0])
+    RunPool(lambda run: [sys.executable, '-c', show], 4,
+            report=lambda line: None).run(runs)
+    with open(os.path.join(runs[0].root_dir, STDOUT_LOG)) as f:
+        assert f.read().splitlines()[-1] == '2 2'
+
+
+def test_usable_cores_is_at_least_one():
+    assert usable_cores() >= 1
