@@ -22,6 +22,17 @@ for ``--budget`` env steps; it prints the env steps per second from the
 end of the first rollout/update to the end (compile- and start-up-free),
 as ``benchmarks/atari_throughput.py`` prints for alf_rl.
 
+``--algo td3_mujoco --env Hopper-v5 --budget 1000000 --seeds S --save_dir
+DIR`` trains SB3's TD3 with the zoo's MuJoCo settings (the ones
+``examples/td3_hopper.gin`` copies) and evaluates it as ``alf-train`` does:
+10 deterministic episodes every 10k env steps, on an environment of its
+own. It prints each evaluation and appends it to ``DIR/seed<S>/eval.jsonl``
+(``{"env_steps", "return", "wall_s"}``); every 50k env steps it saves the
+model and its replay buffer there, and a rerun of the same command resumes
+from them (training episodes restart, as in ``alf-train``): the reference
+curve, under this library's protocol and task version, that a shortfall
+against the zoo's published number is measured against.
+
 ``--algo qrdqn_atari`` (or ``dqn_atari``) likewise for sb3-contrib's QR-DQN
 (SB3's DQN) ``CnnPolicy`` with the zoo's Atari settings (their defaults:
 one environment, an update of 32 every 4 env steps, ``optimize_memory_usage``)
@@ -61,7 +72,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--algo',
                         choices=sorted(ZOO) + ['ppo_atari', 'ppo_hopper',
-                                               'qrdqn_atari', 'dqn_atari'],
+                                               'qrdqn_atari', 'dqn_atari',
+                                               'td3_mujoco'],
                         required=True)
     parser.add_argument('--buffer', type=int, default=100000)
     parser.add_argument('--learning_starts', type=int, default=1000)
@@ -71,6 +83,7 @@ def main():
     parser.add_argument('--seeds', default='0')
     parser.add_argument('--window', type=int, default=10)
     parser.add_argument('--threshold', type=float, default=None)
+    parser.add_argument('--save_dir', default=None)
     args = parser.parse_args()
 
     if args.algo == 'ppo_atari':
@@ -79,6 +92,10 @@ def main():
         return _hopper_curve(args)
     if args.algo in ('qrdqn_atari', 'dqn_atari'):
         return _replay_atari_throughput(args)
+    if args.algo == 'td3_mujoco':
+        for seed in [int(s) for s in args.seeds.split(',')]:
+            _td3_curve(args, seed)
+        return None
     import numpy as np
     import torch
     from stable_baselines3 import PPO, SAC
@@ -277,6 +294,81 @@ def _replay_atari_throughput(args):
           (args.algo.split('_')[0], args.env, n, wall, cpu, mark.mark[2],
            n / wall, n / cpu), flush=True)
     env.close()
+
+
+def _td3_curve(args, seed):
+    """SB3's TD3 (zoo MuJoCo settings) on ``--env``, evaluated every 10k env
+    steps, saved and resumable (see the module docstring)."""
+    import json
+    import os
+
+    import gymnasium
+    import numpy as np
+    import torch
+    from stable_baselines3 import TD3
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.noise import NormalActionNoise
+
+    torch.set_num_threads(1)  # one core, as each alf-train run here
+    run_dir = os.path.join(args.save_dir, 'seed%d' % seed)
+    os.makedirs(run_dir, exist_ok=True)
+    model_path = os.path.join(run_dir, 'model.zip')
+    replay_path = os.path.join(run_dir, 'replay.pkl')
+    env = gymnasium.make(args.env)
+    eval_env = gymnasium.make(args.env)
+    eval_env.reset(seed=seed + 1000)
+    actions = env.action_space.shape[-1]
+    if os.path.exists(model_path) and os.path.exists(replay_path):
+        model = TD3.load(model_path, env=env)
+        model.load_replay_buffer(replay_path)
+        print('seed %d: resumed at %d env steps' %
+              (seed, model.num_timesteps), flush=True)
+    else:
+        model = TD3('MlpPolicy', env, learning_rate=1e-3,
+                    buffer_size=1000000, learning_starts=10000,
+                    batch_size=256, train_freq=1, gradient_steps=1,
+                    action_noise=NormalActionNoise(np.zeros(actions),
+                                                   0.1 * np.ones(actions)),
+                    policy_kwargs=dict(net_arch=[400, 300]), seed=seed,
+                    verbose=0)
+
+    def evaluate():
+        returns = []
+        for _ in range(10):
+            obs, _ = eval_env.reset()
+            done, total = False, 0.0
+            while not done:
+                action, _ = model.predict(obs, deterministic=True)
+                obs, reward, terminated, truncated, _ = eval_env.step(action)
+                total += float(reward)
+                done = terminated or truncated
+            returns.append(total)
+        return float(np.mean(returns))
+
+    class _Curve(BaseCallback):
+
+        def _on_step(self):
+            steps = self.num_timesteps
+            if steps % 10000 == 0:
+                record = {'env_steps': steps, 'return': evaluate(),
+                          'wall_s': time.time() - START}
+                with open(os.path.join(run_dir, 'eval.jsonl'), 'a') as f:
+                    f.write(json.dumps(record) + '\n')
+                print('seed %d: %d env steps, %.0f s: eval %.1f' %
+                      (seed, steps, record['wall_s'], record['return']),
+                      flush=True)
+            if steps % 50000 == 0:
+                model.save(model_path + '.tmp.zip')
+                model.save_replay_buffer(replay_path + '.tmp.pkl')
+                os.replace(replay_path + '.tmp.pkl', replay_path)
+                os.replace(model_path + '.tmp.zip', model_path)
+            return True
+
+    left = args.budget - model.num_timesteps
+    if left > 0:
+        model.learn(left, callback=_Curve(), reset_num_timesteps=False)
+    env.close()
+    eval_env.close()
 
 
 if __name__ == '__main__':
