@@ -35,6 +35,8 @@ from typing import Dict, List
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from docs_block import write_block  # noqa: E402
 
+from alf_rl.tune.runner import THREAD_VARIABLES  # noqa: E402
+
 _TRAIN = [sys.executable, '-m', 'alf_rl.bin.train']
 _RATE = re.compile(r'\| (\d+) steps/s \|')
 
@@ -62,7 +64,7 @@ def _command(gin_file: str, root: str, args: argparse.Namespace) -> List[str]:
 def _environment(setting: str) -> Dict[str, str]:
     """This process's environment with ``setting``'s thread variables."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
-    for name in ('TF_NUM_INTRAOP_THREADS', 'TF_NUM_INTEROP_THREADS'):
+    for name in THREAD_VARIABLES:
         env.pop(name, None)
         if setting != 'default':
             env[name] = setting

@@ -27,7 +27,8 @@ from alf_rl.tune.files import (ATTEMPTS_FILE, DONE_FILE, STDERR_LOG,
 from alf_rl.tune.spec import Run
 
 _DONE_PREFIX = 'alf-train: done: '
-_THREAD_VARIABLES = ('TF_NUM_INTRAOP_THREADS', 'TF_NUM_INTEROP_THREADS')
+# TensorFlow's thread-pool sizes, read when it starts.
+THREAD_VARIABLES = ('TF_NUM_INTRAOP_THREADS', 'TF_NUM_INTEROP_THREADS')
 
 
 def usable_cores() -> int:
@@ -57,9 +58,9 @@ def run_environment(num_parallel: int,
         A new dict.
     """
     env = dict(os.environ if environ is None else environ)
-    if not any(name in env for name in _THREAD_VARIABLES):
+    if not any(name in env for name in THREAD_VARIABLES):
         threads = str(max(1, usable_cores() // max(1, int(num_parallel))))
-        env.update((name, threads) for name in _THREAD_VARIABLES)
+        env.update((name, threads) for name in THREAD_VARIABLES)
     return env
 
 

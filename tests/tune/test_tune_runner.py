@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from alf_rl.tune.files import ATTEMPTS_FILE, DONE_FILE, STDERR_LOG, STDOUT_LOG
-from alf_rl.tune.runner import (RunPool, parse_done_line, run_environment,
-                                usable_cores)
+from alf_rl.tune.runner import (THREAD_VARIABLES, RunPool, parse_done_line,
+                                run_environment, usable_cores)
 from alf_rl.tune.spec import Config, plan_runs
 
 # Fails (exit 3, two stderr lines) when its root_dir names 'bad'; else
@@ -90,7 +90,7 @@ def test_pool_refuses_no_parallel_runs():
 
 
 def test_runs_get_their_share_of_the_cores_as_threads(tmp_path, monkeypatch):
-    for name in ('TF_NUM_INTRAOP_THREADS', 'TF_NUM_INTEROP_THREADS'):
+    for name in THREAD_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr('alf_rl.tune.runner.usable_cores', lambda: 8)
     env = run_environment(2, {'PATH': '/bin'})
