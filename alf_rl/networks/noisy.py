@@ -14,6 +14,13 @@ same weights: the algorithm decides when (``DqnAlgorithm``'s
 ``noise_resampling``: per rollout step, per update). Its random numbers
 come from the global ``tf.random.Generator`` (``make_stateless_seed``), the
 same eagerly and compiled.
+
+Two ways to the same product: for a few rows (acting: one row per
+environment) ``x μ_w + ((x ⊙ f(ε_in)) σ_w) ⊙ f(ε_out)`` reads the two
+[p, q] matrices once and makes no [p, q] noise matrix (a 3136 x 512 layer
+of one row: 0.47 ms against 1.09 ms on one core); for more rows
+(training batches) the noisy kernel is made once and multiplied, which
+also costs less to differentiate (see ``FACTORIZED_ROWS``).
 """
 
 import math
@@ -23,6 +30,13 @@ import tensorflow as tf
 import tf_keras
 
 from alf_rl.utils.common import make_stateless_seed
+
+
+#: Inputs of at most this many rows (the product of the leading dims) take
+#: the factorized product; more rows, the kernel. Measured on one core for
+#: a 3136 x 512 layer: forward 0.78 vs 1.20 ms at 8 rows, 1.23 vs 1.58 at
+#: 16; forward and gradient 2.41 vs 2.14 ms at 8 rows (1.45 vs 1.66 at 1).
+FACTORIZED_ROWS = 8
 
 
 def _f(x: tf.Tensor) -> tf.Tensor:
@@ -101,12 +115,20 @@ class NoisyDense(tf.Module):
         Returns:
             [..., q] float32.
         """
-        eps_out = _f(self.epsilon_out)
-        kernel = self.kernel_mu + self.kernel_sigma * (
-            _f(self.epsilon_in)[:, None] * eps_out[None, :]
-        )
+        eps_in, eps_out = _f(self.epsilon_in), _f(self.epsilon_out)
         bias = self.bias_mu + self.bias_sigma * eps_out
-        y = tf.tensordot(x, kernel, axes=1) + bias
+        rows = x.shape[:-1].num_elements()
+        if rows is not None and rows <= FACTORIZED_ROWS:
+            y = (
+                tf.tensordot(x, self.kernel_mu, axes=1)
+                + tf.tensordot(x * eps_in, self.kernel_sigma, axes=1) * eps_out
+                + bias
+            )
+        else:
+            kernel = self.kernel_mu + self.kernel_sigma * (
+                eps_in[:, None] * eps_out[None, :]
+            )
+            y = tf.tensordot(x, kernel, axes=1) + bias
         if self._activation is not None:
             y = self._activation(y)
         return y
