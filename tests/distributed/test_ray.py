@@ -194,16 +194,20 @@ def two_node_cluster(tmp_path):
         subprocess.run(['rm', '-rf', temp_dir], check=False)
 
 
-def _wait_for_nodes(address, count, timeout=120):
-    """Connects to ``address`` once ``count`` nodes are alive there."""
+def _wait_for_nodes(address, count, logs, timeout=120):
+    """Connects to ``address`` once ``count`` nodes are alive there.
+
+    ``ray.init`` to a head that is still starting can block for minutes on
+    a busy machine, past any deadline checked between attempts: first each
+    node's log (``logs``) must say that its runtime started, checked twice
+    a second against the deadline; then one connection."""
     deadline = time.time() + timeout
-    while True:
-        try:
-            ray.init(address=address)
-            break
-        except ConnectionError:
-            assert time.time() < deadline, 'no Ray head at %s' % address
-            time.sleep(1)
+    for log in logs:
+        while 'Ray runtime started' not in log.read_text():
+            assert time.time() < deadline, (
+                'no Ray node started within %d s: %s' % (timeout, log))
+            time.sleep(0.5)
+    ray.init(address=address)
     try:
         while sum(n['Alive'] for n in ray.nodes()) < count:
             assert time.time() < deadline, ray.nodes()
@@ -214,7 +218,8 @@ def _wait_for_nodes(address, count, timeout=120):
 
 def test_actors_run_on_both_nodes_of_a_two_node_cluster(
         tmp_path, two_node_cluster):
-    _wait_for_nodes(two_node_cluster, 2)
+    _wait_for_nodes(two_node_cluster, 2,
+                    [tmp_path / 'node0.log', tmp_path / 'node1.log'])
     gin.bind_parameter('RayConfig.address', two_node_cluster)
     gin.bind_parameter('RayConfig.num_cpus_per_actor', 1)
     trainer = AsyncOffPolicyTrainer(
