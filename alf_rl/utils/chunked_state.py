@@ -25,7 +25,8 @@ again), and chunks with the same bytes (the rows not filled yet) are one
 file. Files are never changed once written, so a crash, a kill or a full
 disk during a save cannot damage the checkpoints sharing them; and a save
 links only files that this process wrote or read and checked when it
-restored them. ``chunks_left_out`` restores a checkpoint without its chunk
+restored them, and that were not written into since (size and
+modification time as then). ``chunks_left_out`` restores a checkpoint without its chunk
 files (e.g. one of them is damaged).
 
 Keys are the ones ``tf.train.Checkpoint`` gave these variables before
@@ -95,6 +96,12 @@ _local = threading.local()
 #: chunk files (``chunks_left_out``) is not vouched for: the next save
 #: writes its chunks again rather than link files that may be damaged.
 _VOUCHED: Set[Tuple[int, int]] = set()
+#: ``(st_dev, st_ino)`` -> ``(st_size, st_mtime_ns)`` of each chunk file
+#: this process wrote, or read and found whole: a save links a file only
+#: while both are unchanged, so one written into since (damaged in place
+#: between two saves) is written again. (Damage that leaves its time
+#: alone, a disk error at rest, is found by the checksums when read.)
+_FILES: Dict[Tuple[int, int], Tuple[int, int]] = {}
 
 
 def _identity(directory: str) -> Optional[Tuple[int, int]]:
@@ -114,6 +121,16 @@ def _vouch(directory: str, good: bool = True) -> None:
             _VOUCHED.add(identity)
         else:
             _VOUCHED.discard(identity)
+
+
+def _known(st: os.stat_result) -> None:
+    """Records the chunk file of ``st`` as whole as it is now."""
+    _FILES[(st.st_dev, st.st_ino)] = (st.st_size, st.st_mtime_ns)
+
+
+def _unchanged(st: os.stat_result) -> bool:
+    """Whether the chunk file of ``st`` is as when ``_known`` last saw it."""
+    return _FILES.get((st.st_dev, st.st_ino)) == (st.st_size, st.st_mtime_ns)
 
 
 def _apart() -> bool:
@@ -304,7 +321,8 @@ def _put_chunk(directory: str, rows: Any, earlier: Optional[str]) -> str:
     """Makes ``<sha256>.bin`` of ``rows`` (numpy) exist in ``directory``:
     already there (the same bytes earlier in this checkpoint), a hard link
     to the file of the same name and size in ``earlier`` (the checkpoint
-    before), or written and synced. Returns the SHA-256 (hex)."""
+    before) unchanged since this process wrote or checked it, or written
+    and synced. Returns the SHA-256 (hex)."""
     digest = hashlib.sha256(rows.data).hexdigest()
     path = os.path.join(directory, digest + '.bin')
     if os.path.exists(path):
@@ -312,7 +330,8 @@ def _put_chunk(directory: str, rows: Any, earlier: Optional[str]) -> str:
     if earlier is not None:
         source = os.path.join(earlier, digest + '.bin')
         try:
-            if os.stat(source).st_size == rows.nbytes:
+            st = os.stat(source)
+            if st.st_size == rows.nbytes and _unchanged(st):
                 os.link(source, path)
                 return digest
         except OSError:
@@ -321,6 +340,7 @@ def _put_chunk(directory: str, rows: Any, earlier: Optional[str]) -> str:
         rows.tofile(f)
         f.flush()
         os.fsync(f.fileno())
+        _known(os.fstat(f.fileno()))
     return digest
 
 
@@ -481,7 +501,9 @@ def _read_entry(
         with f:
             _check_size(f, path, (hi - lo) * row * dtype.itemsize)
             rows = np.fromfile(f, dtype, count=(hi - lo) * row)
+            st = os.fstat(f.fileno())
         _check_crc(rows, crc, path, lo, hi)
+        _known(st)
         last = (digest, crc, hi - lo, rows.reshape([hi - lo] + shape[1:]))
         yield lo, hi, last[3]
 

@@ -493,6 +493,7 @@ def _damage(path):
 def new_process(monkeypatch):
     """No chunk directory written or restored by this process yet."""
     monkeypatch.setattr(chunked_state, '_VOUCHED', set())
+    monkeypatch.setattr(chunked_state, '_FILES', {})
 
 
 def test_with_chunks_left_out_the_rest_is_restored_from_damaged_chunks(
@@ -556,6 +557,27 @@ def test_a_save_links_only_chunk_files_written_or_restored_here(
     assert read_back(third).problem is not None
     fourth = checkpointer.save(4)
     assert _inode(_chunk_file(fourth, i=6)) != _inode(_chunk_file(third, i=6))
+
+
+def test_a_chunk_file_written_into_between_two_saves_is_not_linked(
+    tmp_path, small_chunks, new_process
+):
+    buffer = _buffer(capacity=80)
+    _fill(buffer)
+    checkpointer = Checkpointer(str(tmp_path), max_to_keep=3, replayer=buffer)
+    first = checkpointer.save(1)
+    damaged, kept = _chunk_file(first, i=0), _chunk_file(first, i=1)
+    # Damaged in place after the save (nothing read it back since).
+    _damage(damaged)
+    second = checkpointer.save(2)
+    # Its chunk is written again; the untouched ones are still shared.
+    assert _inode(_chunk_file(second, i=0)) != _inode(damaged)
+    assert _inode(_chunk_file(second, i=1)) == _inode(kept)
+    assert read_back(second).problem is None
+    assert 'checksum mismatch' in read_back(first).problem
+    restored = _buffer(capacity=80, seed=4)
+    assert Checkpointer(str(tmp_path), replayer=restored).restore() == second
+    _assert_same_contents(buffer, restored)
 
 
 def test_a_checkpoint_whose_chunk_files_were_deleted_restores_without_them(
