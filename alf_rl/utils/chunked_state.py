@@ -26,8 +26,8 @@ file. Files are never changed once written, so a crash, a kill or a full
 disk during a save cannot damage the checkpoints sharing them; and a save
 links only files that this process wrote or read and checked when it
 restored them, and that were not written into since (size and
-modification time as then). ``chunks_left_out`` restores a checkpoint without its chunk
-files (e.g. one of them is damaged).
+modification time as then). ``chunks_left_out`` restores a checkpoint
+without its chunk files (e.g. one of them is damaged).
 
 Keys are the ones ``tf.train.Checkpoint`` gave these variables before
 (``replayer/_buffer/_flat_data/0``): a checkpoint written before this
