@@ -126,10 +126,11 @@ def rebuild_stacks(frames: tf.Variable, frame_first: tf.Variable,
     slots = frame_slots(env_ids, source, frame_length)
     gathered = [tf.gather(frames, slots)]
     for _ in range(num_frames - 1):
-        # Step back unless the source step began an episode (or is the
-        # first step ever added): then its frame pads the stack.
+        # Step back unless the source step began an episode: then its
+        # frame pads the stack. (An environment's first added step has
+        # its N - 1 older frames stored before it, from its own stack.)
         first = tf.gather(frame_first, slots)
-        source = tf.where(first | (source <= 0), source, source - 1)
+        source = tf.where(first, source, source - 1)
         slots = frame_slots(env_ids, source, frame_length)
         gathered.append(tf.gather(frames, slots))
     return interleave(gathered[::-1])

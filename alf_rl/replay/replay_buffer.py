@@ -32,7 +32,9 @@ the buffer stores only the newest frame of each step, in a ring of
 step needs are still there), plus whether the step began an episode, and
 rebuilds the stacks when it reads: going back from a step, one frame per
 channel, stopping at the episode's first step, whose frame fills the rest
-(what ``suite_atari``'s frame stack does at a reset). That is N times less
+(what ``suite_atari``'s frame stack does at a reset); an environment's
+first added step (in a new or cleared buffer) may come from the middle of an
+episode: its N - 1 older frames are taken from its stack. That is N times less
 memory for the observations; ``add_batch`` checks that each added stack is
 exactly what the buffer will rebuild, so data that is not such a stack fails
 at once instead of being replayed wrong.

@@ -252,6 +252,7 @@ class RingStorage(ChunkedVariables, tf.Module):
         if self._stack_index is None:
             return []
         step_type = flat[self._step_type_index]
+        self._write_older_frames(env_ids, positions, flat[self._stack_index])
         slots = frame_slots(env_ids, positions, self._frame_length)[:, None]
         self._flat_data[self._stack_index].scatter_nd_update(
             slots, flat[self._stack_index][..., -1])
@@ -260,6 +261,28 @@ class RingStorage(ChunkedVariables, tf.Module):
             tf.equal(step_type, tf.cast(StepType.FIRST, step_type.dtype)))
         return self._check_stacks(env_ids, positions,
                                   flat[self._stack_index])
+
+    def _write_older_frames(self, env_ids, positions, stacks):
+        """For environments that hold no step (a new or cleared buffer),
+        writes the N - 1 older frames of the added ``stacks`` [B, ..., N]
+        to the ring slots before ``positions`` [B], not as episode starts:
+        a first step added in the middle of an episode (a run resumed
+        without its replay, on an environment whose state was restored)
+        then rebuilds to the stack it came with. The other environments'
+        slots are written back unchanged (no data-dependent shapes)."""
+        frames = self._flat_data[self._stack_index]
+        empty = tf.equal(tf.gather(self._start, env_ids), positions)
+        for k in range(1, self._num_frames):
+            slots = frame_slots(env_ids, positions - k, self._frame_length)
+            mask = tf.reshape(empty, [-1] + [1] * (stacks.shape.rank - 2))
+            frames.scatter_nd_update(
+                slots[:, None],
+                tf.where(mask, stacks[..., self._num_frames - 1 - k],
+                         tf.gather(frames, slots)))
+            self._frame_first.scatter_nd_update(
+                slots[:, None],
+                tf.logical_and(tf.logical_not(empty),
+                               tf.gather(self._frame_first, slots)))
 
     def _check_stacks(self, env_ids, positions, stacks):
         """Fails unless the just-written ``stacks`` [B, ..., N] are what the
@@ -273,8 +296,7 @@ class RingStorage(ChunkedVariables, tf.Module):
                 tf.reduce_all(same),
                 '%s.add_batch: frame_stack: these environments added a '
                 'stack that is not their last %d frames (oldest first, '
-                'copies of the first frame at an episode start, each '
-                'environment\'s first added step an episode\'s first); '
+                'copies of the first frame at an episode start); '
                 'env_ids:' % (self.name, self._num_frames),
                 tf.boolean_mask(env_ids, tf.logical_not(same))))
 

@@ -182,17 +182,38 @@ def test_a_stack_that_is_not_the_last_frames_is_refused():
         buffer.add_batch(bad, tf.constant([0, 1]))
 
 
-def test_first_step_must_begin_an_episode():
-    buffer = ReplayBuffer(_spec(), 1, 10, frame_stack='experience.observation')
-    mid = Experience(step_type=tf.constant([StepType.MID]),
-                     observation=tf.constant(
-                         np.arange(H * H * N, dtype=np.uint8).reshape(
-                             1, H, H, N)),
-                     reward=tf.zeros([1]),
-                     env_id=tf.constant([0]))
-    with pytest.raises(tf.errors.InvalidArgumentError,
-                       match="first added step an episode's first"):
-        buffer.add_batch(mid, tf.constant([0]))
+@pytest.mark.parametrize('cleared', [False, True])
+def test_a_first_step_from_the_middle_of_an_episode(cleared):
+    """A buffer that starts (or, cleared, starts again) in the middle of an
+    episode, as a run resumed without its replay on an environment whose
+    state was restored: the first step's older frames come from its own
+    stack, and every later stack, through the ring's wrap-around, rebuilds
+    exactly."""
+    # Seed 6: environment 0's episode began one step before the buffer's
+    # first (its stack is padded), environment 1's earlier.
+    stacker = _Stacker(2, seed=6)
+    skipped = [stacker.step([0, 1])[0] for _ in range(6)]
+    once = ReplayBuffer(_spec(), 2, 10, frame_stack='experience.observation')
+    if cleared:
+        # What the cleared buffer holds is of other episodes: other frames.
+        other = _Stacker(2, seed=4)
+        for _ in range(4):
+            once.add_batch(other.step([1, 0])[0], tf.constant([0, 1]))
+        once.clear()
+    plain = ReplayBuffer(_spec(), 2, 10)
+    assert skipped[-2].step_type.numpy().tolist() == [StepType.FIRST,
+                                                       StepType.MID]
+    assert skipped[-1].step_type.numpy().tolist() == [StepType.MID] * 2
+    compared = 0
+    for env_ids in [[0, 1]] * 3 + [[1], [0, 1], [0]] * 4:
+        exp, _ = stacker.step(env_ids)
+        for buffer in (plain, once):
+            buffer.add_batch(exp, tf.constant(env_ids, tf.int32))
+        sizes = plain.current_size.numpy()
+        if sizes[0] == sizes[1]:
+            _assert_nest_equal(once.gather_all(), plain.gather_all())
+            compared += 1
+    assert compared == 13 and plain.current_size.numpy().tolist() == [5, 5]
 
 
 def test_constructor_errors_name_the_leaf():
