@@ -30,6 +30,9 @@ SHRINK = {
                              'TrainerConfig.replay_buffer_capacity=256'],
     'rainbow_atari_pong.gin': ['TrainerConfig.initial_collect_steps=64',
                                'TrainerConfig.replay_buffer_capacity=256'],
+    'qrdqn_atari_pong_dqn_schedule.gin': [
+        'TrainerConfig.initial_collect_steps=64',
+        'TrainerConfig.replay_buffer_capacity=256'],
 }
 # The MuJoCo off-policy examples collect the zoo's 10,000 steps before their
 # first update (~10 s of each test) into a buffer of 1M: 300 into 1,000
