@@ -55,8 +55,9 @@ heads) is shared; Rainbow is a configuration of these parts. For a
 distributional loss the priority is the row's loss. Noisy heads
 (``noisy=True``) draw new noise as ``noise_resampling`` says: at every
 ``rollout`` call (the online network) and after every update, for the next
-one (the online and the target network); ``predict`` uses the current
-noise.
+one (the online and the target network); ``predict`` (evaluation, export)
+uses the mean weights alone (``noisy.without_noise``), as Dopamine's and
+Kaixhin's Rainbow evaluate.
 
 Recurrent Q networks (R2D2, Kapturowski et al. 2019): a Q network with a
 state (``QRnnNetwork``, or any head of the family with
@@ -85,6 +86,7 @@ from alf_rl.algorithms.value_distributions import (ScalarValues,
 from alf_rl.data_structures import (Experience, LossInfo, PolicyStep,
                                     TimeStep, TrainingInfo, namedtuple)
 from alf_rl.networks import QNetwork
+from alf_rl.networks.noisy import without_noise
 from alf_rl.networks.target_network import PeriodicSoftUpdate, TargetNetwork
 from alf_rl.ops import losses
 from alf_rl.ops.exploration import epsilon_greedy_action
@@ -395,7 +397,7 @@ class DqnAlgorithm(_RecurrentQStates, _NoiseResampling, _ActionColumns,
 
     def predict(self, time_step: TimeStep, state: Nest) -> PolicyStep:
         """Greedy (or ``eval_epsilon_greedy``) action: the argmax of the
-        mean Q.
+        mean Q, noisy heads with their mean weights (no noise).
 
         Args:
             time_step: ``TimeStep`` with [B, ...] leaves.
@@ -403,15 +405,16 @@ class DqnAlgorithm(_RecurrentQStates, _NoiseResampling, _ActionColumns,
         Returns:
             ``PolicyStep(action [B] of the spec's dtype, state, ())``.
         """
-        if self._eval_epsilon == 0.0:
-            out, state = self._outputs(self._q_network,
-                                       time_step.observation, 'greedy',
-                                       state)
-            action = self._to_action(
-                tf.argmax(out.q, axis=-1, output_type=tf.int32))
-        else:
-            action, state = self._act(time_step.observation,
-                                      self._eval_epsilon, state)
+        with without_noise([self._q_network]):
+            if self._eval_epsilon == 0.0:
+                out, state = self._outputs(self._q_network,
+                                           time_step.observation, 'greedy',
+                                           state)
+                action = self._to_action(
+                    tf.argmax(out.q, axis=-1, output_type=tf.int32))
+            else:
+                action, state = self._act(time_step.observation,
+                                          self._eval_epsilon, state)
         return PolicyStep(action=action, state=state)
 
     def rollout(self, time_step: TimeStep, state: Nest) -> PolicyStep:

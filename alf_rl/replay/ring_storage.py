@@ -270,6 +270,7 @@ class RingStorage(ChunkedVariables, tf.Module):
         without its replay, on an environment whose state was restored)
         then rebuilds to the stack it came with. The other environments'
         slots are written back unchanged (no data-dependent shapes)."""
+        assert self._stack_index is not None, 'no frame_stack leaf'
         frames = self._flat_data[self._stack_index]
         empty = tf.equal(tf.gather(self._start, env_ids), positions)
         for k in range(1, self._num_frames):

@@ -19,6 +19,7 @@ from alf_rl.data_structures import StepType, make_experience
 from alf_rl.environments.suite_unittest import PolicyUnittestEnv
 from alf_rl.environments.tf_environment import TFPyEnvironment
 from alf_rl.networks import QNetwork, QRnnNetwork
+from alf_rl.networks.noisy import without_noise
 from alf_rl.networks.distributional_q_networks import (
     CategoricalQNetwork,
     DistributionalQNetwork,
@@ -142,12 +143,60 @@ def test_info_shapes_and_greedy_action_is_argmax_of_mean(name):
         values, _ = alg._q_network(exp.observation, tau=tau)
         mean = tf.reduce_mean(values, -1)
     else:
-        values, _ = alg._q_network(exp.observation)
+        # predict: noisy heads with their mean weights.
+        with without_noise([alg._q_network]):
+            values, _ = alg._q_network(exp.observation)
         mean = alg._distribution.mean(values)
     np.testing.assert_array_equal(
         alg.predict(exp, ()).action, tf.argmax(mean, -1)
     )
     assert mean.shape == (4, 2)
+
+
+def test_noisy_predict_uses_the_mean_weights_whatever_the_noise():
+    """Rainbow's greedy policy (predict: evaluation, export) is the mean
+    weights' argmax, the same under every noise sample, eagerly and
+    compiled; the rollout's actions follow the noise."""
+    set_random_seed(4)
+    env = TFPyEnvironment(PolicyUnittestEnv(64, 5))
+    alg = _make('rainbow', env)
+    online = alg._q_network
+    # Larger σ than initialized, so that the noise decides actions.
+    for layer in online.noisy_layers:
+        layer.kernel_sigma.assign(10.0 * layer.kernel_sigma)
+        layer.bias_sigma.assign(10.0 * layer.bias_sigma)
+    ts = env.reset()
+    compiled = tf.function(lambda ts: alg.predict(ts, ()).action)
+    zeroed = []
+    for layer in online.noisy_layers:
+        zeroed += [
+            (v, v.numpy()) for v in (layer.epsilon_in, layer.epsilon_out)
+        ]
+        layer.epsilon_in.assign(tf.zeros_like(layer.epsilon_in))
+        layer.epsilon_out.assign(tf.zeros_like(layer.epsilon_out))
+    # With the noise variables at zero the noisy weights are the means.
+    mean_action = alg._to_action(
+        tf.argmax(
+            alg._distribution.mean(online(ts.observation)[0]),
+            -1,
+            output_type=tf.int32,
+        )
+    ).numpy()
+    for v, value in zeroed:
+        v.assign(value)
+    noisy_actions = []
+    for _ in range(4):
+        online.resample_noise()
+        np.testing.assert_array_equal(alg.predict(ts, ()).action, mean_action)
+        np.testing.assert_array_equal(compiled(ts), mean_action)
+        noisy_actions.append(
+            tf.argmax(
+                alg._distribution.mean(online(ts.observation)[0]), -1
+            ).numpy()
+        )
+    # The noise does change the noisy network's greedy actions.
+    assert any(np.any(a != noisy_actions[0]) for a in noisy_actions[1:])
+    assert all(layer.noisy for layer in online.noisy_layers)
 
 
 def test_categorical_mean_is_expectation_over_atoms():

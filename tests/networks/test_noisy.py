@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from alf_rl.networks.noisy import FACTORIZED_ROWS, NoisyDense
+from alf_rl.networks.noisy import FACTORIZED_ROWS, NoisyDense, without_noise
 from alf_rl.utils.common import set_random_seed
 
 
@@ -111,3 +111,30 @@ def test_initialization_follows_the_paper():
 def test_bad_sizes_are_refused(args):
     with pytest.raises(ValueError, match='expected input_size >= 1'):
         NoisyDense(*args)
+
+
+@pytest.mark.parametrize('rows', [1, FACTORIZED_ROWS + 1])
+def test_without_noise_computes_with_the_mean_weights(rows):
+    layer = _layer(5)
+    module = tf.Module()
+    module.head = [layer]  # found as a submodule, as in a Q network
+    x = np.random.default_rng(6).normal(size=[rows, 6]).astype(np.float32)
+    mean = x @ layer.kernel_mu.numpy() + layer.bias_mu.numpy()
+    with without_noise([module]):
+        assert not layer.noisy
+        np.testing.assert_allclose(layer(tf.constant(x)), mean, rtol=1e-5)
+        # A graph traced inside keeps the mean weights.
+        compiled = tf.function(layer.__call__)
+        compiled(tf.constant(x))
+    assert layer.noisy
+    np.testing.assert_allclose(compiled(tf.constant(x)), mean, rtol=1e-5)
+    np.testing.assert_allclose(
+        layer(tf.constant(x)), _reference(layer, x), rtol=1e-5, atol=1e-5
+    )
+    assert np.abs(_reference(layer, x) - mean).max() > 0.1
+    # The layer is noisy again after an error inside, too; a module
+    # without noisy layers is left alone.
+    with pytest.raises(RuntimeError):
+        with without_noise([layer, tf.Module()]):
+            raise RuntimeError('inside')
+    assert layer.noisy
