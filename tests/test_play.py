@@ -23,7 +23,9 @@ def run(tmp_path_factory):
     train(root, [EXAMPLE], [
         'create_environment.num_parallel_environments=2',
         'TrainerConfig.num_env_steps=0', 'TrainerConfig.num_iterations=2',
-        'TrainerConfig.evaluate=False'
+        'TrainerConfig.evaluate=False',
+        # ckpt-1 and ckpt-2, for --checkpoint.
+        'TrainerConfig.checkpoint_interval=1'
     ])
     gin.clear_config()
     return root
@@ -97,6 +99,29 @@ def test_play_policy_errors(run, tmp_path):
         play(run, policy=path,
              gin_params=["create_environment.env_name='Acrobot-v1'"])
     gin.clear_config()
+
+
+def test_play_and_export_a_chosen_checkpoint(run, tmp_path, capsys):
+    from alf_rl.utils.checkpoint import Checkpointer
+    assert Checkpointer(os.path.join(run, 'ckpt')).checkpoints() == [1, 2]
+    for step in (1, 2):
+        expected = play(run, num_episodes=2, seed=3, checkpoint=step)
+        gin.clear_config()
+        assert 'alf-play: restored %s' % os.path.join(
+            run, 'ckpt', 'ckpt-%d' % step, 'ckpt') in capsys.readouterr().out
+        path = export(run, str(tmp_path / ('p%d' % step)), 'saved_model',
+                      checkpoint=step)[0]
+        gin.clear_config()
+        assert 'ckpt-%d' % step in capsys.readouterr().out
+        assert play(run, num_episodes=2, seed=3, policy=path) == expected
+        gin.clear_config()
+    from alf_rl.utils.checkpoint import CheckpointError
+    with pytest.raises(CheckpointError,
+                       match=r'no checkpoint 7 in \S+: there are 1, 2$'):
+        play(run, checkpoint=7)
+    gin.clear_config()
+    with pytest.raises(ValueError, match='--checkpoint 1 and --policy'):
+        play(run, checkpoint=1, policy=str(tmp_path / 'p1'))
 
 
 def test_play_without_run_is_a_clear_error(tmp_path):

@@ -3,11 +3,12 @@ r"""Exports a trained policy as a SavedModel, a TFLite or an ONNX model.
 Usage::
 
     alf-export --root_dir DIR --out PATH [--format saved_model|tflite|both|onnx]
-               [--stochastic] [--gin_param ...]
+               [--stochastic] [--checkpoint N] [--gin_param ...]
 
 (or ``python -m alf_rl.bin.export ...`` without installing the console
 script). Loads ``DIR/config.gin`` and the newest checkpoint in ``DIR/ckpt``
-(as ``alf-play`` does) and writes the policy: the SavedModel directory at
+(``--checkpoint N``: the one written at iteration N; as ``alf-play`` does)
+and writes the policy: the SavedModel directory at
 ``PATH`` and the TFLite file at ``PATH.tflite`` (with ``--format both``,
 the default; ``--format onnx`` writes ``PATH.onnx`` with the ``[onnx]``
 extra; see ``alf_rl.export.output_paths``). The exported ``action``
@@ -19,7 +20,7 @@ for categorical actions, ``eps*`` for continuous ones). See docs/export.md
 for a plain-TensorFlow program that plays the exported policy.
 """
 
-from typing import List, Sequence
+from typing import List, Optional, Sequence
 
 from absl import app, flags
 
@@ -47,12 +48,18 @@ def _define_flags():
         'module_path', None,
         'Directory searched first for the user modules the run imported '
         '(recorded in root_dir/modules.json); repeatable.')
+    flags.DEFINE_integer('checkpoint', None,
+                         'Export the checkpoint written at this training '
+                         'iteration (root_dir/ckpt/ckpt-N) instead of the '
+                         'newest.')
 
 
 def export(root_dir: str, out: str, export_format: str = 'both',
            stochastic: bool = False, gin_params: Sequence[str] = (),
-           module_paths: Sequence[str] = ()) -> List[str]:
-    """Restores a run's newest checkpoint and exports its policy.
+           module_paths: Sequence[str] = (),
+           checkpoint: Optional[int] = None) -> List[str]:
+    """Restores a run's newest checkpoint (or ``checkpoint``) and exports
+    its policy.
 
     Args:
         root_dir: a run directory written by ``alf-train``.
@@ -63,6 +70,8 @@ def export(root_dir: str, out: str, export_format: str = 'both',
         gin_params: extra gin bindings, applied after ``config.gin``.
         module_paths: directories searched first for the user modules the
             run imported.
+        checkpoint: export ``ckpt/ckpt-<checkpoint>`` (written at that
+            training iteration) instead of the newest checkpoint.
 
     Returns:
         The paths written.
@@ -70,7 +79,8 @@ def export(root_dir: str, out: str, export_format: str = 'both',
     Raises:
         ValueError: no ``config.gin``, a bad format, ``stochastic`` for a
             deterministic policy, or a policy TFLite's builtins cannot run.
-        CheckpointError: no checkpoint, or one that does not match.
+        CheckpointError: no checkpoint (or not ``checkpoint``), or one
+            that does not match.
     """
     import_tensorflow()
     from alf_rl.runs.restore import restore_run
@@ -78,7 +88,8 @@ def export(root_dir: str, out: str, export_format: str = 'both',
     output_paths(out, export_format)  # checks the format before restoring
     env, algorithm = restore_run(root_dir, gin_params=gin_params,
                                  prog='alf-export',
-                                 module_paths=module_paths)
+                                 module_paths=module_paths,
+                                 checkpoint=checkpoint)
     env.close()
     paths = export_policy(algorithm, out, export_format, stochastic)
     for path in paths:
@@ -93,7 +104,7 @@ def _main(argv):
         raise app.UsageError('--root_dir and --out are required')
     run_command('alf-export', lambda: export(
         FLAGS.root_dir, FLAGS.out, FLAGS.format, FLAGS.stochastic,
-        FLAGS.gin_param or (), FLAGS.module_path or ()))
+        FLAGS.gin_param or (), FLAGS.module_path or (), FLAGS.checkpoint))
 
 
 def main() -> None:

@@ -3,10 +3,11 @@ r"""Plays a trained policy greedily, optionally recording a GIF or MP4.
 Usage::
 
     alf-play --root_dir DIR [--num_episodes 5] [--record_file out.gif]
-             [--policy EXPORTED]
+             [--checkpoint N | --policy EXPORTED]
 
 Loads ``DIR/config.gin`` (the operative config written by ``alf-train``)
-and the newest checkpoint in ``DIR/ckpt``, then plays ``--num_episodes``
+and the newest checkpoint in ``DIR/ckpt`` (``--checkpoint N``: the one
+written at iteration N, ``DIR/ckpt/ckpt-N``), then plays ``--num_episodes``
 episodes in one environment with ``algorithm.predict`` and prints each
 return. With ``--policy`` it plays a policy written by ``alf-export`` (a
 SavedModel directory or a ``.tflite`` file) in the run's environment
@@ -51,13 +52,18 @@ def _define_flags():
                         'Play this exported policy (a SavedModel directory, '
                         'a .tflite or a .onnx file from alf-export) instead '
                         'of the checkpoint.')
+    flags.DEFINE_integer('checkpoint', None,
+                         'Play the checkpoint written at this training '
+                         'iteration (root_dir/ckpt/ckpt-N) instead of the '
+                         'newest.')
 
 
 def play(root_dir: str, num_episodes: int = 5,
          record_file: Optional[str] = None, fps: int = 30,
          gin_params: Sequence[str] = (), max_episode_steps: int = 0,
          seed: int = 0, policy: Optional[str] = None,
-         module_paths: Sequence[str] = ()) -> List[float]:
+         module_paths: Sequence[str] = (),
+         checkpoint: Optional[int] = None) -> List[float]:
     """Plays greedily the newest checkpoint of ``root_dir`` (or an exported
     policy) in the run's environment.
 
@@ -76,16 +82,24 @@ def play(root_dir: str, num_episodes: int = 5,
         module_paths: directories searched first for the user modules the
             run imported (then where they were when it trained, then the
             current directory).
+        checkpoint: play ``ckpt/ckpt-<checkpoint>`` (written at that
+            training iteration) instead of the newest checkpoint.
 
     Returns:
         list of per-episode returns (floats).
 
     Raises:
         ValueError: ``root_dir`` has no ``config.gin``, a bad
-            ``record_file`` suffix, or a ``policy`` that cannot be loaded
-            or does not take the environment's observation.
-        CheckpointError: no checkpoint, or one that does not match.
+            ``record_file`` suffix, a ``policy`` that cannot be loaded
+            or does not take the environment's observation, or both
+            ``policy`` and ``checkpoint``.
+        CheckpointError: no checkpoint (or not ``checkpoint``), or one
+            that does not match.
     """
+    if policy is not None and checkpoint is not None:
+        raise ValueError('--checkpoint %d and --policy %s: play one of them '
+                         '(an exported policy has no checkpoint)'
+                         % (checkpoint, policy))
     import_tensorflow()
     if record_file:
         # Frames come from render_mode='rgb_array'; no window or sound needed.
@@ -94,7 +108,8 @@ def play(root_dir: str, num_episodes: int = 5,
     env, algorithm = restore_run(root_dir, bool(record_file), gin_params,
                                  max_episode_steps, seed,
                                  restore_algorithm=policy is None,
-                                 module_paths=module_paths)
+                                 module_paths=module_paths,
+                                 checkpoint=checkpoint)
     if policy is not None:
         step_fn, initial_state = _exported_policy_fn(policy, env, seed)
         print('alf-play: playing %s' % policy)
@@ -247,7 +262,7 @@ def _main(argv):
     run_command('alf-play', lambda: play(
         FLAGS.root_dir, FLAGS.num_episodes, FLAGS.record_file, FLAGS.fps,
         FLAGS.gin_param, FLAGS.max_episode_steps, FLAGS.random_seed,
-        FLAGS.policy, FLAGS.module_path or ()))
+        FLAGS.policy, FLAGS.module_path or (), FLAGS.checkpoint))
 
 
 def main() -> None:

@@ -13,7 +13,8 @@ def restore_run(root_dir: str, render: bool = False,
                 gin_params: Sequence[str] = (), max_episode_steps: int = 0,
                 seed: int = 0, restore_algorithm: bool = True,
                 prog: str = 'alf-play',
-                module_paths: Sequence[str] = ()) -> Tuple[Any, Any]:
+                module_paths: Sequence[str] = (),
+                checkpoint: Optional[int] = None) -> Tuple[Any, Any]:
     """Parses a run's config; builds one environment and the algorithm.
 
     Args:
@@ -28,6 +29,8 @@ def restore_run(root_dir: str, render: bool = False,
         module_paths: directories searched first for the user modules
             the run imported (``--module_path``; see
             ``alf_rl.trainers.run_modules.find_run_modules``).
+        checkpoint: restore ``ckpt/ckpt-<checkpoint>`` (the training
+            iteration it was written at) instead of the newest.
 
     Returns:
         ``(environment with batch size 1, algorithm or None)``.
@@ -35,8 +38,9 @@ def restore_run(root_dir: str, render: bool = False,
     Raises:
         ValueError: ``root_dir`` has no ``config.gin``, or a user module
             it imports cannot be found (one line).
-        CheckpointError: no checkpoint, or one that does not match.
-        NonFiniteStateError: the newest checkpoint holds NaN/Inf (one line
+        CheckpointError: no checkpoint (or no ``ckpt-<checkpoint>``: the
+            line names those there are), or one that does not match.
+        NonFiniteStateError: the checkpoint restored holds NaN/Inf (one line
             naming the tensor, and an earlier finite checkpoint to resume
             training from); nothing is played from it.
     """
@@ -74,11 +78,19 @@ def restore_run(root_dir: str, render: bool = False,
     algorithm = config.algorithm_ctor(observation_spec=env.observation_spec(),
                                       action_spec=env.action_spec())
     ckpt_dir = os.path.join(root_dir, 'ckpt')
-    if not Checkpointer(ckpt_dir).latest_path():
+    steps = Checkpointer(ckpt_dir).checkpoints()
+    if not steps:
         raise CheckpointError("no checkpoint in %s" % ckpt_dir)
+    path = None
+    if checkpoint is not None:
+        if checkpoint not in steps:
+            raise CheckpointError(
+                "no checkpoint %d in %s: there are %s" %
+                (checkpoint, ckpt_dir, ', '.join(map(str, steps))))
+        path = os.path.join(ckpt_dir, 'ckpt-%d' % checkpoint, 'ckpt')
     checkpointer = Checkpointer(ckpt_dir, algorithm=algorithm)
     try:
-        path = checkpointer.restore()
+        path = checkpointer.restore(path)
     except NonFiniteStateError as e:
         raise NonFiniteStateError('%s: %s' % (e, _finite_advice(
             ckpt_dir, checkpointer.checkpoints(), e.checkpoint)),
