@@ -48,8 +48,6 @@ def restore_run(root_dir: str, render: bool = False,
     import alf_rl.configurables  # noqa: F401
     from alf_rl.environments.utils import create_environment
     from alf_rl.trainers.trainer import TrainerConfig
-    from alf_rl.utils.checkpoint import (Checkpointer, CheckpointError,
-                                         NonFiniteStateError)
     from alf_rl.utils.common import set_random_seed
 
     config_file = os.path.join(root_dir, 'config.gin')
@@ -77,7 +75,19 @@ def restore_run(root_dir: str, render: bool = False,
                          (config_file, root_dir))
     algorithm = config.algorithm_ctor(observation_spec=env.observation_spec(),
                                       action_spec=env.action_spec())
-    ckpt_dir = os.path.join(root_dir, 'ckpt')
+    path = _restore_checkpoint(os.path.join(root_dir, 'ckpt'), algorithm,
+                               checkpoint)
+    print('%s: restored %s' % (prog, path))
+    return env, algorithm
+
+
+def _restore_checkpoint(ckpt_dir: str, algorithm: Any,
+                        checkpoint: Optional[int]) -> str:
+    """Restores the newest checkpoint of ``ckpt_dir`` (or
+    ``ckpt-<checkpoint>``) into ``algorithm``; returns its prefix. Raises
+    as ``restore_run`` says."""
+    from alf_rl.utils.checkpoint import (Checkpointer, CheckpointError,
+                                         NonFiniteStateError)
     steps = Checkpointer(ckpt_dir).checkpoints()
     if not steps:
         raise CheckpointError("no checkpoint in %s" % ckpt_dir)
@@ -90,13 +100,13 @@ def restore_run(root_dir: str, render: bool = False,
         path = os.path.join(ckpt_dir, 'ckpt-%d' % checkpoint, 'ckpt')
     checkpointer = Checkpointer(ckpt_dir, algorithm=algorithm)
     try:
-        path = checkpointer.restore(path)
+        restored = checkpointer.restore(path)
     except NonFiniteStateError as e:
         raise NonFiniteStateError('%s: %s' % (e, _finite_advice(
             ckpt_dir, checkpointer.checkpoints(), e.checkpoint)),
             e.variable, e.checkpoint) from None
-    print('%s: restored %s' % (prog, path))
-    return env, algorithm
+    assert restored is not None  # there are checkpoints
+    return restored
 
 
 def _finite_advice(ckpt_dir: str, steps: List[int],
