@@ -1,6 +1,8 @@
 """NoisyDense against the factorized-Gaussian formula in numpy, both ways of
 computing it (few rows: factorized product; many rows: noisy kernel)."""
 
+import threading
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -120,12 +122,21 @@ def test_without_noise_computes_with_the_mean_weights(rows):
     module.head = [layer]  # found as a submodule, as in a Q network
     x = np.random.default_rng(6).normal(size=[rows, 6]).astype(np.float32)
     mean = x @ layer.kernel_mu.numpy() + layer.bias_mu.numpy()
+    seen = []
     with without_noise([module]):
         assert not layer.noisy
         np.testing.assert_allclose(layer(tf.constant(x)), mean, rtol=1e-5)
         # A graph traced inside keeps the mean weights.
         compiled = tf.function(layer.__call__)
         compiled(tf.constant(x))
+        with without_noise([layer]):  # nested
+            assert not layer.noisy
+        assert not layer.noisy
+        # Another thread (a replica traced in parallel) keeps the noise.
+        other = threading.Thread(target=lambda: seen.append(layer.noisy))
+        other.start()
+        other.join()
+    assert seen == [True]
     assert layer.noisy
     np.testing.assert_allclose(compiled(tf.constant(x)), mean, rtol=1e-5)
     np.testing.assert_allclose(
