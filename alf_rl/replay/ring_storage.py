@@ -269,21 +269,29 @@ class RingStorage(ChunkedVariables, tf.Module):
         a first step added in the middle of an episode (a run resumed
         without its replay, on an environment whose state was restored)
         then rebuilds to the stack it came with. The other environments'
-        slots are written back unchanged (no data-dependent shapes)."""
+        slots are written back unchanged (no data-dependent shapes); when
+        no environment is empty (every add but the first ones) nothing is
+        written at all."""
         assert self._stack_index is not None, 'no frame_stack leaf'
         frames = self._flat_data[self._stack_index]
         empty = tf.equal(tf.gather(self._start, env_ids), positions)
-        for k in range(1, self._num_frames):
-            slots = frame_slots(env_ids, positions - k, self._frame_length)
-            mask = tf.reshape(empty, [-1] + [1] * (stacks.shape.rank - 2))
-            frames.scatter_nd_update(
-                slots[:, None],
-                tf.where(mask, stacks[..., self._num_frames - 1 - k],
-                         tf.gather(frames, slots)))
-            self._frame_first.scatter_nd_update(
-                slots[:, None],
-                tf.logical_and(tf.logical_not(empty),
-                               tf.gather(self._frame_first, slots)))
+        mask = tf.reshape(empty, [-1] + [1] * (stacks.shape.rank - 2))
+
+        def write():
+            for k in range(1, self._num_frames):
+                slots = frame_slots(env_ids, positions - k,
+                                    self._frame_length)
+                frames.scatter_nd_update(
+                    slots[:, None],
+                    tf.where(mask, stacks[..., self._num_frames - 1 - k],
+                             tf.gather(frames, slots)))
+                self._frame_first.scatter_nd_update(
+                    slots[:, None],
+                    tf.logical_and(tf.logical_not(empty),
+                                   tf.gather(self._frame_first, slots)))
+            return tf.constant(True)
+
+        tf.cond(tf.reduce_any(empty), write, lambda: tf.constant(False))
 
     def _check_stacks(self, env_ids, positions, stacks):
         """Fails unless the just-written ``stacks`` [B, ..., N] are what the
