@@ -139,26 +139,30 @@ class NoisyDense(tf.Module):
         Returns:
             [..., q] float32.
         """
+        y = self._affine(x)
+        if self._activation is not None:
+            y = self._activation(y)
+        return y
+
+    def _affine(self, x: tf.Tensor) -> tf.Tensor:
+        """The map before the activation: the mean weights' inside
+        ``without_noise``, else the noisy weights' (see the module
+        docstring for the two ways)."""
         if not self.noisy:
-            y = tf.tensordot(x, self.kernel_mu, axes=1) + self.bias_mu
-            return y if self._activation is None else self._activation(y)
+            return tf.tensordot(x, self.kernel_mu, axes=1) + self.bias_mu
         eps_in, eps_out = _f(self.epsilon_in), _f(self.epsilon_out)
         bias = self.bias_mu + self.bias_sigma * eps_out
         rows = x.shape[:-1].num_elements()
         if rows is not None and rows <= FACTORIZED_ROWS:
-            y = (
+            return (
                 tf.tensordot(x, self.kernel_mu, axes=1)
                 + tf.tensordot(x * eps_in, self.kernel_sigma, axes=1) * eps_out
                 + bias
             )
-        else:
-            kernel = self.kernel_mu + self.kernel_sigma * (
-                eps_in[:, None] * eps_out[None, :]
-            )
-            y = tf.tensordot(x, kernel, axes=1) + bias
-        if self._activation is not None:
-            y = self._activation(y)
-        return y
+        kernel = self.kernel_mu + self.kernel_sigma * (
+            eps_in[:, None] * eps_out[None, :]
+        )
+        return tf.tensordot(x, kernel, axes=1) + bias
 
 
 @contextlib.contextmanager
