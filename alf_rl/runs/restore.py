@@ -88,7 +88,8 @@ def _restore_checkpoint(ckpt_dir: str, algorithm: Any,
     as ``restore_run`` says."""
     from alf_rl.utils.checkpoint import (Checkpointer, CheckpointError,
                                          NonFiniteStateError)
-    steps = Checkpointer(ckpt_dir).checkpoints()
+    checkpointer = Checkpointer(ckpt_dir, algorithm=algorithm)
+    steps = checkpointer.checkpoints()
     if not steps:
         raise CheckpointError("no checkpoint in %s" % ckpt_dir)
     path = None
@@ -98,7 +99,6 @@ def _restore_checkpoint(ckpt_dir: str, algorithm: Any,
                 "no checkpoint %d in %s: there are %s" %
                 (checkpoint, ckpt_dir, ', '.join(map(str, steps))))
         path = os.path.join(ckpt_dir, 'ckpt-%d' % checkpoint, 'ckpt')
-    checkpointer = Checkpointer(ckpt_dir, algorithm=algorithm)
     try:
         restored = checkpointer.restore(path)
     except NonFiniteStateError as e:
