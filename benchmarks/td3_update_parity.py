@@ -1,0 +1,353 @@
+"""Does alf_rl's TD3 update equal Stable-Baselines3's, from the same weights?
+
+Two steps, two virtual environments (alf_rl's TensorFlow one, and one with
+``stable-baselines3`` and torch, e.g. the one ``sb3_reference.py`` uses)::
+
+    python benchmarks/td3_update_parity.py ours --out /tmp/td3.npz
+    SB3_PYTHON benchmarks/td3_update_parity.py sb3 --data /tmp/td3.npz
+
+``ours`` builds ``Td3Algorithm`` with ``examples/td3_hopper.gin``'s
+networks and numbers for Hopper-v5's spaces (11 observations, 3 actions in
+[-1, 1]), draws ``--updates`` random batches of 256 transitions (a few
+terminal), runs one update on each and saves the initial weights, the
+batches and every network's weights after each update. ``sb3`` loads the
+initial weights into SB3's ``TD3`` (same sizes and settings), runs
+``TD3.train`` on the same batches and prints, per update and network, the
+norm of the difference of SB3's weights from ours relative to how far
+SB3's weights moved from the initial ones. It then runs the same updates
+with the actor's step taken before the critics' (alf_rl's order: its one
+loss has the actor follow the critic as it was before the update).
+
+Target policy smoothing is off on both sides (they draw different noise);
+Adam's epsilon is ``--epsilon`` on both, or ``--sgd`` makes both plain SGD
+(each step is the learning rate times the gradient). Measured (seed 0, 6
+updates): with ``--sgd`` alf_rl's critic steps are 0.500 of SB3's (its
+critic loss is 0.5 * squared error, SB3's the squared error) and its actor
+steps equal SB3's actor-first ones; with Adam and a negligible epsilon
+(1e-14) the actor-first updates equal ours to 1e-4 of the change, so the
+order is the one difference of the update itself besides the loss scale,
+which Adam cancels except against its epsilon (1e-8: the critics then
+differ by ~1% after one update).
+"""
+
+import argparse
+
+import numpy as np
+
+OBS, ACT, BATCH, GAMMA, TAU, LR = 11, 3, 256, 0.99, 0.005, 1e-3
+NETWORKS = (
+    'actor',
+    'critic0',
+    'critic1',
+    'target_actor',
+    'target_critic0',
+    'target_critic1',
+)
+
+
+def _batches(num_updates, seed):
+    """``num_updates`` random batches: obs, action, reward, next_obs, done."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(num_updates):
+        out.append(
+            dict(
+                obs=rng.normal(size=(BATCH, OBS)).astype(np.float32),
+                action=rng.uniform(-1, 1, size=(BATCH, ACT)).astype(
+                    np.float32
+                ),
+                reward=rng.normal(1.0, 1.0, size=BATCH).astype(np.float32),
+                next_obs=rng.normal(size=(BATCH, OBS)).astype(np.float32),
+                done=(rng.uniform(size=BATCH) < 0.05).astype(np.float32),
+            )
+        )
+    return out
+
+
+def _keras_optimizer(args, tf_keras):
+    """Adam with ``--epsilon``, or plain SGD with ``--sgd``."""
+    if args.sgd:
+        return tf_keras.optimizers.SGD(LR)
+    return tf_keras.optimizers.Adam(LR, epsilon=args.epsilon)
+
+
+def _torch_optimizer(data):
+    """SB3 policy arguments for the optimizer ``ours`` used."""
+    if bool(data['sgd']):
+        import torch
+
+        return dict(optimizer_class=torch.optim.SGD)
+    return dict(optimizer_kwargs=dict(eps=float(data['epsilon'])))
+
+
+def _ours(args):
+    """Runs alf_rl's updates; saves weights before and after each."""
+    # alf_rl first: importing it keeps TensorFlow's start-up notices quiet.
+    from alf_rl.algorithms.td3_algorithm import Td3Algorithm
+    from alf_rl.data_structures import Experience, StepType
+    from alf_rl.networks import ActorNetwork, CriticNetwork
+    from alf_rl.specs import BoundedTensorSpec
+    from alf_rl.utils.common import set_random_seed
+    import tensorflow as tf
+    import tf_keras
+
+    set_random_seed(args.seed)
+    alg = Td3Algorithm(
+        tf.TensorSpec([OBS], tf.float32),
+        BoundedTensorSpec([ACT], tf.float32, -1.0, 1.0),
+        actor_network_ctor=lambda o, a: ActorNetwork(
+            o, a, fc_layer_params=(400, 300)
+        ),
+        critic_network_ctor=lambda s: CriticNetwork(
+            s, joint_fc_layer_params=(400, 300)
+        ),
+        actor_optimizer=_keras_optimizer(args, tf_keras),
+        critic_optimizer=_keras_optimizer(args, tf_keras),
+        gamma=GAMMA,
+        tau=TAU,
+        target_policy_noise=0.0,
+    )
+    alg.build_optimizers()
+    networks = (
+        [alg._actor_network]
+        + alg._critic_networks
+        + [alg._target_actor_network]
+        + alg._target_critic_networks
+    )
+
+    def weights():
+        return [[v.numpy() for v in n.trainable_variables] for n in networks]
+
+    saved = {}
+
+    def save(prefix, ws):
+        for name, w in zip(NETWORKS, ws):
+            for i, v in enumerate(w):
+                saved['%s/%s/%d' % (prefix, name, i)] = v
+
+    save('init', weights())
+    train = tf.function(alg.train, autograph=False)
+    for k, b in enumerate(_batches(args.updates, args.seed)):
+        last = np.where(b['done'] > 0, StepType.LAST, StepType.MID)
+        exp = Experience(
+            step_type=tf.constant(
+                np.stack([np.full(BATCH, StepType.MID), last]).astype(np.int32)
+            ),
+            reward=tf.constant(
+                np.stack([np.zeros(BATCH), b['reward']]), tf.float32
+            ),
+            discount=tf.constant(
+                np.stack([np.ones(BATCH), 1.0 - b['done']]), tf.float32
+            ),
+            observation=tf.constant(np.stack([b['obs'], b['next_obs']])),
+            prev_action=tf.zeros([2, BATCH, ACT]),
+            env_id=tf.zeros([2, BATCH], tf.int32),
+            action=tf.constant(
+                np.stack([b['action'], np.zeros_like(b['action'])])
+            ),
+            rollout_info=(),
+            state=(),
+        )
+        train(exp)
+        save('update%d' % k, weights())
+    np.savez(
+        args.out,
+        updates=args.updates,
+        seed=args.seed,
+        epsilon=args.epsilon,
+        sgd=args.sgd,
+        **saved,
+    )
+    print('wrote %s (%d updates)' % (args.out, args.updates))
+
+
+def _sb3_td3(data):
+    """SB3's TD3 with alf_rl's initial weights loaded."""
+    import gymnasium
+    import torch
+    from stable_baselines3 import TD3
+    from stable_baselines3.common.logger import configure
+
+    env = gymnasium.make('Pendulum-v1')  # replaced by the spaces below
+    env.observation_space = gymnasium.spaces.Box(
+        -np.inf, np.inf, (OBS,), np.float32
+    )
+    env.action_space = gymnasium.spaces.Box(-1.0, 1.0, (ACT,), np.float32)
+    model = TD3(
+        'MlpPolicy',
+        env,
+        learning_rate=LR,
+        batch_size=BATCH,
+        gamma=GAMMA,
+        tau=TAU,
+        target_policy_noise=0.0,
+        policy_kwargs=dict(
+            net_arch=[400, 300],
+            **_torch_optimizer(data),
+        ),
+    )
+    model.set_logger(configure(None, []))  # train() records its losses
+    modules = dict(
+        actor=model.actor.mu,
+        critic0=model.critic.qf0,
+        critic1=model.critic.qf1,
+        target_actor=model.actor_target.mu,
+        target_critic0=model.critic_target.qf0,
+        target_critic1=model.critic_target.qf1,
+    )
+    with torch.no_grad():
+        for name, module in modules.items():
+            linears = [m for m in module if isinstance(m, torch.nn.Linear)]
+            for j, lin in enumerate(linears):
+                lin.weight.copy_(
+                    torch.from_numpy(
+                        data['init/%s/%d' % (name, 2 * j)].T.copy()
+                    )
+                )
+                lin.bias.copy_(
+                    torch.from_numpy(data['init/%s/%d' % (name, 2 * j + 1)])
+                )
+    return model, modules
+
+
+def _sb3_weights(modules):
+    import torch
+
+    out = {}
+    for name, module in modules.items():
+        linears = [m for m in module if isinstance(m, torch.nn.Linear)]
+        for j, lin in enumerate(linears):
+            out['%s/%d' % (name, 2 * j)] = lin.weight.detach().numpy().T.copy()
+            out['%s/%d' % (name, 2 * j + 1)] = lin.bias.detach().numpy().copy()
+    return out
+
+
+def _norm(arrays):
+    """The Euclidean norm of arrays taken together."""
+    return float(np.sqrt(sum(np.sum(np.square(a)) for a in arrays)))
+
+
+def _actor_first_train(model, replay_data):
+    """``TD3.train``'s update with the actor stepped before the critics."""
+    import torch
+    import torch.nn.functional as F
+
+    model._n_updates += 1
+    if model._n_updates % model.policy_delay == 0:
+        actor_loss = -model.critic.q1_forward(
+            replay_data.observations, model.actor(replay_data.observations)
+        ).mean()
+        model.actor.optimizer.zero_grad()
+        actor_loss.backward()
+        actor_step = True
+    else:
+        actor_step = False
+    with torch.no_grad():
+        next_q = torch.cat(
+            model.critic_target(
+                replay_data.next_observations,
+                model.actor_target(replay_data.next_observations),
+            ),
+            dim=1,
+        )
+        next_q, _ = torch.min(next_q, dim=1, keepdim=True)
+        target = (
+            replay_data.rewards
+            + (1 - replay_data.dones) * model.gamma * next_q
+        )
+    current = model.critic(replay_data.observations, replay_data.actions)
+    critic_loss = sum(F.mse_loss(q, target) for q in current)
+    model.critic.optimizer.zero_grad()
+    critic_loss.backward()
+    model.critic.optimizer.step()
+    if actor_step:
+        model.actor.optimizer.step()
+        from stable_baselines3.common.utils import polyak_update
+
+        polyak_update(
+            model.critic.parameters(),
+            model.critic_target.parameters(),
+            model.tau,
+        )
+        polyak_update(
+            model.actor.parameters(),
+            model.actor_target.parameters(),
+            model.tau,
+        )
+
+
+def _sb3(args):
+    """Runs SB3's updates from alf_rl's initial weights and compares."""
+    import torch
+    from stable_baselines3.common.type_aliases import ReplayBufferSamples
+
+    torch.set_num_threads(1)
+    data = dict(np.load(args.data))
+    num_updates, seed = int(data['updates']), int(data['seed'])
+    batches = _batches(num_updates, seed)
+    for order in ('SB3 (critic, then actor)', 'actor first'):
+        model, modules = _sb3_td3(data)
+        print('%s:' % order)
+        init = _sb3_weights(modules)
+        for k, b in enumerate(batches):
+            replay_data = ReplayBufferSamples(
+                torch.from_numpy(b['obs']),
+                torch.from_numpy(b['action']),
+                torch.from_numpy(b['next_obs']),
+                torch.from_numpy(b['done'][:, None]),
+                torch.from_numpy(b['reward'][:, None]),
+            )
+            if order == 'actor first':
+                _actor_first_train(model, replay_data)
+            else:
+                model.replay_buffer.sample = lambda *a, _d=replay_data, **kw: (
+                    _d
+                )
+                model.train(gradient_steps=1, batch_size=BATCH)
+            theirs = _sb3_weights(modules)
+            row = []
+            for name in NETWORKS:
+                keys = [key for key in theirs if key.startswith(name + '/')]
+                diff = _norm(
+                    theirs[key] - data['update%d/%s' % (k, key)]
+                    for key in keys
+                )
+                change = _norm(theirs[key] - init[key] for key in keys)
+                row.append(
+                    '%s %.4f' % (name, diff / change)
+                    if change > 0
+                    else '%s %.1e (unchanged)' % (name, diff)
+                )
+            print(
+                '  update %d: |SB3 - ours| / |SB3 - initial|: %s'
+                % (k + 1, ', '.join(row))
+            )
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    sub = parser.add_subparsers(dest='side', required=True)
+    ours = sub.add_parser('ours', help="alf_rl's updates (this venv)")
+    ours.add_argument('--out', required=True)
+    ours.add_argument('--updates', type=int, default=4)
+    ours.add_argument('--seed', type=int, default=0)
+    ours.add_argument(
+        '--epsilon',
+        type=float,
+        default=1e-8,
+        help="Adam's epsilon on both sides",
+    )
+    ours.add_argument(
+        '--sgd',
+        action='store_true',
+        help='plain SGD on both sides instead of Adam: each step is the '
+        "learning rate times the gradient, so the losses' scales show",
+    )
+    sb3 = sub.add_parser('sb3', help="SB3's updates (a venv with SB3)")
+    sb3.add_argument('--data', required=True)
+    args = parser.parse_args()
+    (_ours if args.side == 'ours' else _sb3)(args)
+
+
+if __name__ == '__main__':
+    main()
