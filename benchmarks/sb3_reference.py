@@ -31,7 +31,10 @@ own. It prints each evaluation and appends it to ``DIR/seed<S>/eval.jsonl``
 model and its replay buffer there, and a rerun of the same command resumes
 from them (training episodes restart, as in ``alf-train``): the reference
 curve, under this library's protocol and task version, that a shortfall
-against the zoo's published number is measured against.
+against the zoo's published number is measured against. Two of alf_rl's
+choices can be tried on SB3's side: ``--init alf`` (its initialization)
+and ``--adam_eps 1e-7`` (tf_keras's Adam epsilon); both only apply to a
+new run (a resumed one keeps its weights and optimizer).
 
 ``--algo qrdqn_atari`` (or ``dqn_atari``) likewise for sb3-contrib's QR-DQN
 (SB3's DQN) ``CnnPolicy`` with the zoo's Atari settings (their defaults:
@@ -84,6 +87,12 @@ def main():
     parser.add_argument('--window', type=int, default=10)
     parser.add_argument('--threshold', type=float, default=None)
     parser.add_argument('--save_dir', default=None)
+    parser.add_argument('--init', choices=['sb3', 'alf'], default='sb3',
+                        help="td3_mujoco: the networks' initialization "
+                        "('alf': alf_rl's, see _alf_init)")
+    parser.add_argument('--adam_eps', type=float, default=1e-8,
+                        help="td3_mujoco: Adam's epsilon (PyTorch's 1e-8; "
+                        "tf_keras's is 1e-7)")
     args = parser.parse_args()
 
     if args.algo == 'ppo_atari':
@@ -296,6 +305,23 @@ def _replay_atari_throughput(args):
     env.close()
 
 
+def _alf_init(model):
+    """Initializes a TD3 model's networks as alf_rl's ``ActorNetwork`` and
+    ``CriticNetwork`` are: Glorot-uniform kernels, zero biases, the actor's
+    output layer uniform within +-0.003; the targets copied from them."""
+    import torch
+    with torch.no_grad():
+        for net in [model.actor.mu] + list(model.critic.q_networks):
+            linears = [m for m in net if isinstance(m, torch.nn.Linear)]
+            for lin in linears:
+                torch.nn.init.xavier_uniform_(lin.weight)
+                torch.nn.init.zeros_(lin.bias)
+            if net is model.actor.mu:
+                torch.nn.init.uniform_(linears[-1].weight, -0.003, 0.003)
+    model.actor_target.load_state_dict(model.actor.state_dict())
+    model.critic_target.load_state_dict(model.critic.state_dict())
+
+
 def _td3_curve(args, seed):
     """SB3's TD3 (zoo MuJoCo settings) on ``--env``, evaluated every 10k env
     steps, saved and resumable (see the module docstring)."""
@@ -329,8 +355,12 @@ def _td3_curve(args, seed):
                     batch_size=256, train_freq=1, gradient_steps=1,
                     action_noise=NormalActionNoise(np.zeros(actions),
                                                    0.1 * np.ones(actions)),
-                    policy_kwargs=dict(net_arch=[400, 300]), seed=seed,
-                    verbose=0)
+                    policy_kwargs=dict(
+                        net_arch=[400, 300],
+                        optimizer_kwargs=dict(eps=args.adam_eps)),
+                    seed=seed, verbose=0)
+        if args.init == 'alf':
+            _alf_init(model)
 
     def evaluate():
         returns = []
