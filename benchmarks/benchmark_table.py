@@ -79,7 +79,11 @@ It prints a markdown table, a row per run (per seed of a population run,
 ``RUN/seed_<k>``, with the whole run's wall time): its seed, the value at
 each ``--at`` step (the last point at or before it, within 1%, with that
 point's step; ``not yet`` when the run has not reached the step), the
-last point and the wall time so far.
+last point and the wall time so far. A directory holding an ``eval.jsonl``
+(``sb3_reference.py --algo td3_mujoco --save_dir DIR`` writes
+``DIR/seed<S>/eval.jsonl``) is read as a reference run's greedy
+evaluations (``--metric AverageReturn --source eval``; no wall time), so
+that a reference implementation's curve and ours share one table.
 
 A fourth draws records' curves (the thinned curve each record holds, so
 a plot does not need the runs' event files, which may be gone with the
@@ -1049,12 +1053,63 @@ def point_cell(curve: Sequence[Tuple[int, float]], step: int) -> str:
     return '%s (at %s)' % (format_value(at[-1][1]), format_steps(at[-1][0]))
 
 
+#: The evaluations file of a reference run (``sb3_reference.py``'s
+#: ``--save_dir DIR/seed<S>``): a JSON object per line, ``env_steps`` and
+#: ``return`` (10 deterministic episodes) among its keys.
+REFERENCE_EVALS = 'eval.jsonl'
+
+
+def reference_row(run_dir: str, metric: str,
+                  source: str) -> Tuple[str, Optional[int], list, None]:
+    """A ``points`` row of a reference run (a directory with
+    ``REFERENCE_EVALS``): ``(label, seed, curve, None)``, the label
+    ``PARENT/DIR``, the seed from a ``seed<S>`` directory name, the curve
+    ``[(env steps, return)]`` with the last line kept for a step logged
+    twice (a run resumed from an earlier save logs it again), and no wall
+    time (each resumed process restarts its clock).
+
+    Raises:
+        UsageError: ``metric``/``source`` other than the greedy evaluation's
+            ``AverageReturn`` (all such a file holds), or a bad file.
+    """
+    path = os.path.join(run_dir, REFERENCE_EVALS)
+    if (metric, source) != ('AverageReturn', 'eval'):
+        raise UsageError("%s holds greedy evaluation returns only: use "
+                         "--metric AverageReturn --source eval, not %s %s" %
+                         (path, metric, source))
+    values = {}
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        raise UsageError('%s: %s' % (path, e)) from None
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+            values[int(entry['env_steps'])] = float(entry['return'])
+        except (ValueError, KeyError, TypeError) as e:
+            raise UsageError('%s: line %d: expected {"env_steps": N, '
+                             '"return": X, ...}: %s' % (path, number, e)
+                             ) from None
+    if not values:
+        raise UsageError('%s: no evaluations yet' % path)
+    norm = os.path.normpath(run_dir)
+    match = re.fullmatch(r'seed(\d+)', os.path.basename(norm))
+    label = '%s/%s' % (os.path.basename(os.path.dirname(norm)),
+                       os.path.basename(norm))
+    return (label, int(match.group(1)) if match else None,
+            sorted(values.items()), None)
+
+
 def points_table(run_dirs: Sequence[str], metric: str, source: str,
                  steps: Sequence[int]) -> str:
     """The ``points`` command's markdown table (see the module docstring).
 
     Args:
-        run_dirs: alf-train root dirs.
+        run_dirs: alf-train root dirs, or reference runs' directories
+            (``reference_row``).
         metric: e.g. ``'GameScore'``.
         source: ``'eval'`` or ``'train'``.
         steps: env step counts, one column each.
@@ -1067,7 +1122,9 @@ def points_table(run_dirs: Sequence[str], metric: str, source: str,
                                                          for _ in steps)]
     for run_dir in run_dirs:
         name = os.path.basename(os.path.normpath(run_dir))
-        if read_num_seeds(run_dir) > 1:
+        if os.path.exists(os.path.join(run_dir, REFERENCE_EVALS)):
+            rows = [reference_row(run_dir, metric, source)]
+        elif read_num_seeds(run_dir) > 1:
             wall = population_run_secs(run_dir, metric)
             rows = [('%s/seed_%d' % (name, seed), seed, curve, wall)
                     for seed, curve in population_curves(run_dir, metric,
@@ -1081,7 +1138,7 @@ def points_table(run_dirs: Sequence[str], metric: str, source: str,
                 _cell(label), '-' if seed is None else seed,
                 ' | '.join(point_cell(curve, s) for s in steps),
                 format_value(curve[-1][1]), format_steps(curve[-1][0]),
-                format_duration(wall)))
+                '-' if wall is None else format_duration(wall)))
     return '\n'.join(lines) + '\n'
 
 
@@ -1234,7 +1291,8 @@ def _parser() -> argparse.ArgumentParser:
                    help='eval: greedy evaluation; train: training episodes.')
     q.add_argument('--at', required=True, help="Env steps, e.g. '1M,2M'.")
     q.add_argument('run_dirs', nargs='+', metavar='RUN_DIR',
-                   help='alf-train root dirs.')
+                   help='alf-train root dirs, or directories with an '
+                   'eval.jsonl of sb3_reference.py.')
     g = sub.add_parser('plot', help="Records' curves -> an SVG chart.")
     g.add_argument('--out', required=True, help='The .svg file to write.')
     g.add_argument('--title', default='', help='Chart title.')

@@ -581,3 +581,31 @@ def test_collect_add_mistakes_are_one_line(runs, tmp_path, capsys):
     _error(capsys, base + ['--add', str(no_seed)], str(no_seed),
            'random_seed')
     assert [s['seed'] for s in _load(out, 'x')['seeds']] == [0]
+
+
+def test_points_reads_a_reference_runs_eval_jsonl(runs, tmp_path, capsys):
+    """sb3_reference.py's ``DIR/seed<S>/eval.jsonl`` sits in the same table
+    as alf-train runs; a step logged again after a resume keeps its last
+    value."""
+    ref = tmp_path / 'sb3_td3' / 'seed1'
+    ref.mkdir(parents=True)
+    ref.joinpath('eval.jsonl').write_text(
+        '{"env_steps": 1000, "return": 12.0, "wall_s": 5.0}\n'
+        '{"env_steps": 2000, "return": 40.0, "wall_s": 9.0}\n'
+        '{"env_steps": 2000, "return": 41.5, "wall_s": 3.0}\n'
+        '{"env_steps": 3000, "return": 50.0, "wall_s": 7.0}\n')
+    code = bt.main(['points', '--at', '2k,4k', str(ref), runs['seed1']])
+    assert code == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2] == ('| sb3_td3/seed1 | 1 | 41.5 (at 2k) | not yet | '
+                        '50.0 (at 3k) | - |')
+    assert lines[3].startswith('| seed1 | 1 |')
+    # Only greedy returns are in the file: another metric is one line.
+    assert bt.main(['points', '--at', '2k', '--source', 'train',
+                    str(ref)]) == 2
+    err = capsys.readouterr().err
+    assert 'holds greedy evaluation returns only' in err
+    assert len(err.strip().splitlines()) == 1
+    ref.joinpath('eval.jsonl').write_text('{"steps": 1}\n')
+    assert bt.main(['points', '--at', '2k', str(ref)]) == 2
+    assert 'line 1: expected' in capsys.readouterr().err
