@@ -4,13 +4,15 @@ Two steps, two virtual environments (alf_rl's TensorFlow one, and one with
 ``stable-baselines3`` and torch, e.g. the one ``sb3_reference.py`` uses)::
 
     python benchmarks/td3_update_parity.py ours --out /tmp/td3.npz
-    SB3_PYTHON benchmarks/td3_update_parity.py sb3 --data /tmp/td3.npz
+    /tmp/sb3venv/bin/python benchmarks/td3_update_parity.py sb3 \
+        --data /tmp/td3.npz
 
 ``ours`` builds ``Td3Algorithm`` with ``examples/td3_hopper.gin``'s
 networks and numbers for Hopper-v5's spaces (11 observations, 3 actions in
 [-1, 1]), draws ``--updates`` random batches of 256 transitions (a few
-terminal), runs one update on each and saves the initial weights, the
-batches and every network's weights after each update. ``sb3`` loads the
+terminal; ``sb3`` draws the same ones again from the saved seed), runs
+one update on each and saves the initial weights and every network's
+weights after each update. ``sb3`` loads the
 initial weights into SB3's ``TD3`` (same sizes and settings), runs
 ``TD3.train`` on the same batches and prints, per update and network, the
 norm of the difference of SB3's weights from ours relative to how far
@@ -329,7 +331,7 @@ def main():
     sub = parser.add_subparsers(dest='side', required=True)
     ours = sub.add_parser('ours', help="alf_rl's updates (this venv)")
     ours.add_argument('--out', required=True)
-    ours.add_argument('--updates', type=int, default=4)
+    ours.add_argument('--updates', type=int, default=6)
     ours.add_argument('--seed', type=int, default=0)
     ours.add_argument(
         '--epsilon',
