@@ -198,30 +198,33 @@ def _sb3_td3(data):
         target_critic1=model.critic_target.qf1,
     )
     with torch.no_grad():
-        for name, module in modules.items():
-            linears = [m for m in module if isinstance(m, torch.nn.Linear)]
-            for j, lin in enumerate(linears):
-                lin.weight.copy_(
-                    torch.from_numpy(
-                        data['init/%s/%d' % (name, 2 * j)].T.copy()
-                    )
-                )
-                lin.bias.copy_(
-                    torch.from_numpy(data['init/%s/%d' % (name, 2 * j + 1)])
-                )
+        for key, param in _sb3_params(modules).items():
+            # A 1-D bias is its own transpose.
+            param.copy_(torch.from_numpy(data['init/' + key].T.copy()))
     return model, modules
 
 
-def _sb3_weights(modules):
+def _sb3_params(modules):
+    """``{'<network>/<i>': parameter}`` of SB3's networks in the order of
+    alf_rl's variables: each ``Linear``'s weight (the transpose of alf_rl's
+    kernel), then its bias."""
     import torch
 
-    out = {}
+    params = {}
     for name, module in modules.items():
         linears = [m for m in module if isinstance(m, torch.nn.Linear)]
         for j, lin in enumerate(linears):
-            out['%s/%d' % (name, 2 * j)] = lin.weight.detach().numpy().T.copy()
-            out['%s/%d' % (name, 2 * j + 1)] = lin.bias.detach().numpy().copy()
-    return out
+            params['%s/%d' % (name, 2 * j)] = lin.weight
+            params['%s/%d' % (name, 2 * j + 1)] = lin.bias
+    return params
+
+
+def _sb3_weights(modules):
+    """Copies of SB3's weights as alf_rl lays them out (``_sb3_params``)."""
+    return {
+        key: param.detach().numpy().T.copy()
+        for key, param in _sb3_params(modules).items()
+    }
 
 
 def _norm(arrays):
