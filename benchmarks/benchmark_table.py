@@ -83,7 +83,12 @@ last point and the wall time so far. A directory holding an ``eval.jsonl``
 (``sb3_reference.py --algo td3_mujoco --save_dir DIR`` writes
 ``DIR/seed<S>/eval.jsonl``) is read as a reference run's greedy
 evaluations (``--metric AverageReturn --source eval``; no wall time), so
-that a reference implementation's curve and ours share one table.
+that a reference implementation's curve and ours share one table. A
+record file (``docs/benchmarks/records/NAME.json``, or one ``collect
+--records DIR`` wrote elsewhere) gives a row per seed, ``NAME/seed_<S>``,
+from the thinned curve it holds: the table can be made again after the
+runs' directories are gone with their machine (a value is then the last
+kept point at or before the step).
 
 A fourth draws records' curves (the thinned curve each record holds, so
 a plot does not need the runs' event files, which may be gone with the
@@ -1103,13 +1108,62 @@ def reference_row(run_dir: str, metric: str,
             sorted(values.items()), None)
 
 
+def record_rows(path: str, metric: str,
+                source: str) -> List[Tuple[str, Optional[int], list,
+                                           Optional[float]]]:
+    """``points`` rows of a record file (``collect``'s ``NAME.json``), one
+    per seed: ``(NAME/seed_S, seed, curve, wall seconds)``, the curve
+    being the thinned one the record holds, so that a table can be
+    generated again after the runs' directories are gone.
+
+    Raises:
+        UsageError: not a record, one of another metric or source, or a
+            seed without a curve.
+    """
+    record = read_record(path)
+    if (record['metric'], record['source']) != (metric, source):
+        raise UsageError('%s holds %s (%s): use --metric %s --source %s, '
+                         'not %s %s' % (path, record['metric'],
+                                        record['source'], record['metric'],
+                                        record['source'], metric, source))
+    rows = []
+    for entry in record['seeds']:
+        curve = [(int(s), float(v)) for s, v in entry.get('curve') or ()]
+        if not curve:
+            raise UsageError('%s: seed %s has no curve' %
+                             (path, entry.get('seed')))
+        seed = entry.get('seed')
+        rows.append(('%s/seed_%s' % (record['name'], seed), seed, curve,
+                     entry.get('wall_secs')))
+    return rows
+
+
+def _points_rows(run_dir: str, metric: str, source: str) -> list:
+    """The ``points`` rows ``(label, seed, curve, wall)`` of one argument:
+    a record file, a reference run, a population run or an alf-train
+    run."""
+    if run_dir.endswith('.json') and os.path.isfile(run_dir):
+        return record_rows(run_dir, metric, source)
+    if os.path.exists(os.path.join(run_dir, REFERENCE_EVALS)):
+        return [reference_row(run_dir, metric, source)]
+    name = os.path.basename(os.path.normpath(run_dir))
+    if read_num_seeds(run_dir) > 1:
+        wall = population_run_secs(run_dir, metric)
+        return [('%s/seed_%d' % (name, seed), seed, curve, wall)
+                for seed, curve in population_curves(run_dir, metric,
+                                                     source)]
+    return [(name, read_seed(run_dir),
+             read_metric_curve(run_dir, metric, source),
+             training_wall_secs(run_dir, metric, source)[0])]
+
+
 def points_table(run_dirs: Sequence[str], metric: str, source: str,
                  steps: Sequence[int]) -> str:
     """The ``points`` command's markdown table (see the module docstring).
 
     Args:
-        run_dirs: alf-train root dirs, or reference runs' directories
-            (``reference_row``).
+        run_dirs: alf-train root dirs, reference runs' directories
+            (``reference_row``) or record files (``record_rows``).
         metric: e.g. ``'GameScore'``.
         source: ``'eval'`` or ``'train'``.
         steps: env step counts, one column each.
@@ -1121,19 +1175,8 @@ def points_table(run_dirs: Sequence[str], metric: str, source: str,
              '| --- | --- | %s | --- | --- |' % ' | '.join('---'
                                                          for _ in steps)]
     for run_dir in run_dirs:
-        name = os.path.basename(os.path.normpath(run_dir))
-        if os.path.exists(os.path.join(run_dir, REFERENCE_EVALS)):
-            rows = [reference_row(run_dir, metric, source)]
-        elif read_num_seeds(run_dir) > 1:
-            wall = population_run_secs(run_dir, metric)
-            rows = [('%s/seed_%d' % (name, seed), seed, curve, wall)
-                    for seed, curve in population_curves(run_dir, metric,
-                                                         source)]
-        else:
-            rows = [(name, read_seed(run_dir),
-                     read_metric_curve(run_dir, metric, source),
-                     training_wall_secs(run_dir, metric, source)[0])]
-        for label, seed, curve, wall in rows:
+        for label, seed, curve, wall in _points_rows(run_dir, metric,
+                                                     source):
             lines.append('| %s | %s | %s | %s (at %s) | %s |' % (
                 _cell(label), '-' if seed is None else seed,
                 ' | '.join(point_cell(curve, s) for s in steps),
@@ -1291,8 +1334,9 @@ def _parser() -> argparse.ArgumentParser:
                    help='eval: greedy evaluation; train: training episodes.')
     q.add_argument('--at', required=True, help="Env steps, e.g. '1M,2M'.")
     q.add_argument('run_dirs', nargs='+', metavar='RUN_DIR',
-                   help='alf-train root dirs, or directories with an '
-                   'eval.jsonl of sb3_reference.py.')
+                   help='alf-train root dirs, directories with an '
+                   'eval.jsonl of sb3_reference.py, or record files '
+                   '(NAME.json).')
     g = sub.add_parser('plot', help="Records' curves -> an SVG chart.")
     g.add_argument('--out', required=True, help='The .svg file to write.')
     g.add_argument('--title', default='', help='Chart title.')

@@ -609,3 +609,31 @@ def test_points_reads_a_reference_runs_eval_jsonl(runs, tmp_path, capsys):
     ref.joinpath('eval.jsonl').write_text('{"steps": 1}\n')
     assert bt.main(['points', '--at', '2k', str(ref)]) == 2
     assert 'line 1: expected' in capsys.readouterr().err
+
+
+def test_points_reads_a_record_file_a_row_per_seed(runs, tmp_path, capsys):
+    """A record's thinned curves make the same table after the runs'
+    directories are gone; a record of another metric or source is one
+    line."""
+    records = tmp_path / 'records'
+    assert bt.main(['collect', '--name', 'x', '--task', 'T',
+                    '--algorithm', 'A', '--gin', GIN,
+                    '--source', 'train', '--records', str(records),
+                    runs['seed0'], runs['seed1']]) == 0
+    capsys.readouterr()
+    from_runs = bt.points_table([runs['seed0'], runs['seed1']],
+                                'AverageReturn', 'train', [2000, 4000])
+    path = str(records / 'x.json')
+    assert bt.main(['points', '--source', 'train', '--at', '2k,4k',
+                    path]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    # Same cells as from the runs themselves, labelled NAME/seed_S.
+    assert [line.split('|')[2:] for line in lines[2:]] == [
+        line.split('|')[2:] for line in from_runs.splitlines()[2:]]
+    assert [line.split('|')[1].strip() for line in lines[2:]] == [
+        'x/seed_0', 'x/seed_1']
+    assert bt.main(['points', '--at', '2k', path]) == 2
+    err = capsys.readouterr().err
+    assert 'holds AverageReturn (train): use --metric AverageReturn ' \
+        '--source train' in err
+    assert len(err.strip().splitlines()) == 1
