@@ -7,18 +7,20 @@ Two steps, two virtual environments (alf_rl's TensorFlow one, and one with
     /tmp/sb3venv/bin/python benchmarks/td3_update_parity.py sb3 \
         --data /tmp/td3.npz
 
-``ours`` builds ``Td3Algorithm`` with ``examples/td3_hopper.gin``'s
-networks and numbers for Hopper-v5's spaces (11 observations, 3 actions in
-[-1, 1]), draws ``--updates`` random batches of 256 transitions (a few
-terminal; ``sb3`` draws the same ones again from the saved seed), runs
-one update on each and saves the initial weights and every network's
-weights after each update. ``sb3`` loads the
-initial weights into SB3's ``TD3`` (same sizes and settings), runs
-``TD3.train`` on the same batches and prints, per update and network, the
-norm of the difference of SB3's weights from ours relative to how far
-SB3's weights moved from the initial ones. It then runs the same updates
-with the actor's step taken before the critics' (alf_rl's order: its one
-loss has the actor follow the critic as it was before the update).
+``ours`` parses ``examples/td3_hopper.gin`` (``--gin_file``; no environment
+is built, so MuJoCo is not needed) and builds its ``Td3Algorithm`` (its
+networks, gamma, tau, learning rate and batch size) for Hopper-v5's spaces
+(11 observations, 3 actions in [-1, 1]), draws ``--updates`` random batches
+of its batch size (256; a few transitions terminal; ``sb3`` draws the same
+ones again from the saved seed), runs one update on each and saves the
+initial weights, every network's weights after each update and the settings
+it read. ``sb3`` loads the initial weights into SB3's ``TD3`` (those sizes
+and settings), runs ``TD3.train`` on the same batches and prints, per
+update and network, the norm of the difference of SB3's weights from ours
+relative to how far SB3's weights moved from the initial ones. It then runs
+the same updates with the actor's step taken before the critics' (alf_rl's
+order: its one loss has the actor follow the critic as it was before the
+update).
 
 Target policy smoothing is off on both sides (they draw different noise);
 Adam's epsilon is ``--epsilon`` on both, or ``--sgd`` makes both plain SGD
@@ -33,10 +35,17 @@ differ by ~1% after one update).
 """
 
 import argparse
+import os
 
 import numpy as np
 
-OBS, ACT, BATCH, GAMMA, TAU, LR = 11, 3, 256, 0.99, 0.005, 1e-3
+# Hopper-v5's observation and action sizes (building it would need MuJoCo).
+OBS, ACT = 11, 3
+GIN_FILE = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    'examples',
+    'td3_hopper.gin',
+)
 NETWORKS = (
     'actor',
     'critic0',
@@ -47,30 +56,56 @@ NETWORKS = (
 )
 
 
-def _batches(num_updates, seed):
-    """``num_updates`` random batches: obs, action, reward, next_obs, done."""
+def _batches(num_updates, seed, batch):
+    """``num_updates`` random batches of ``batch`` transitions: obs, action,
+    reward, next_obs, done."""
     rng = np.random.default_rng(seed)
     out = []
     for _ in range(num_updates):
         out.append(
             dict(
-                obs=rng.normal(size=(BATCH, OBS)).astype(np.float32),
-                action=rng.uniform(-1, 1, size=(BATCH, ACT)).astype(
+                obs=rng.normal(size=(batch, OBS)).astype(np.float32),
+                action=rng.uniform(-1, 1, size=(batch, ACT)).astype(
                     np.float32
                 ),
-                reward=rng.normal(1.0, 1.0, size=BATCH).astype(np.float32),
-                next_obs=rng.normal(size=(BATCH, OBS)).astype(np.float32),
-                done=(rng.uniform(size=BATCH) < 0.05).astype(np.float32),
+                reward=rng.normal(1.0, 1.0, size=batch).astype(np.float32),
+                next_obs=rng.normal(size=(batch, OBS)).astype(np.float32),
+                done=(rng.uniform(size=batch) < 0.05).astype(np.float32),
             )
         )
     return out
 
 
-def _keras_optimizer(args, tf_keras):
+def _gin_settings(gin_file):
+    """``gin_file`` parsed (its bindings stay in effect for building the
+    algorithm); the numbers SB3's side needs."""
+    import gin
+    from alf_rl.bin.train import parse_gin
+
+    gin.clear_config()
+    parse_gin([gin_file], [], '/nonexistent/td3_update_parity')
+    q = gin.query_parameter
+    lr = q('actor/Adam.learning_rate')
+    if q('critic/Adam.learning_rate') != lr:
+        raise SystemExit(
+            '%s: the actor and critic learning rates differ; '
+            'this comparison takes one' % gin_file
+        )
+    return dict(
+        lr=lr,
+        batch=q('TrainerConfig.mini_batch_size'),
+        gamma=q('Td3Algorithm.gamma'),
+        tau=q('Td3Algorithm.tau'),
+        actor_layers=list(q('ActorNetwork.fc_layer_params')),
+        critic_layers=list(q('critic/CriticNetwork.joint_fc_layer_params')),
+    )
+
+
+def _keras_optimizer(args, lr, tf_keras):
     """Adam with ``--epsilon``, or plain SGD with ``--sgd``."""
     if args.sgd:
-        return tf_keras.optimizers.SGD(LR)
-    return tf_keras.optimizers.Adam(LR, epsilon=args.epsilon)
+        return tf_keras.optimizers.SGD(lr)
+    return tf_keras.optimizers.Adam(lr, epsilon=args.epsilon)
 
 
 def _torch_optimizer(data):
@@ -87,26 +122,20 @@ def _ours(args):
     # alf_rl first: importing it keeps TensorFlow's start-up notices quiet.
     from alf_rl.algorithms.td3_algorithm import Td3Algorithm
     from alf_rl.data_structures import Experience, StepType
-    from alf_rl.networks import ActorNetwork, CriticNetwork
     from alf_rl.specs import BoundedTensorSpec
     from alf_rl.utils.common import set_random_seed
     import tensorflow as tf
     import tf_keras
 
+    settings = _gin_settings(args.gin_file)
+    batch = settings['batch']
     set_random_seed(args.seed)
+    # Networks, gamma and tau come from the gin file's bindings.
     alg = Td3Algorithm(
         tf.TensorSpec([OBS], tf.float32),
         BoundedTensorSpec([ACT], tf.float32, -1.0, 1.0),
-        actor_network_ctor=lambda o, a: ActorNetwork(
-            o, a, fc_layer_params=(400, 300)
-        ),
-        critic_network_ctor=lambda s: CriticNetwork(
-            s, joint_fc_layer_params=(400, 300)
-        ),
-        actor_optimizer=_keras_optimizer(args, tf_keras),
-        critic_optimizer=_keras_optimizer(args, tf_keras),
-        gamma=GAMMA,
-        tau=TAU,
+        actor_optimizer=_keras_optimizer(args, settings['lr'], tf_keras),
+        critic_optimizer=_keras_optimizer(args, settings['lr'], tf_keras),
         target_policy_noise=0.0,
     )
     alg.build_optimizers()
@@ -129,21 +158,21 @@ def _ours(args):
 
     save('init', weights())
     train = tf.function(alg.train, autograph=False)
-    for k, b in enumerate(_batches(args.updates, args.seed)):
+    for k, b in enumerate(_batches(args.updates, args.seed, batch)):
         last = np.where(b['done'] > 0, StepType.LAST, StepType.MID)
         exp = Experience(
             step_type=tf.constant(
-                np.stack([np.full(BATCH, StepType.MID), last]).astype(np.int32)
+                np.stack([np.full(batch, StepType.MID), last]).astype(np.int32)
             ),
             reward=tf.constant(
-                np.stack([np.zeros(BATCH), b['reward']]), tf.float32
+                np.stack([np.zeros(batch), b['reward']]), tf.float32
             ),
             discount=tf.constant(
-                np.stack([np.ones(BATCH), 1.0 - b['done']]), tf.float32
+                np.stack([np.ones(batch), 1.0 - b['done']]), tf.float32
             ),
             observation=tf.constant(np.stack([b['obs'], b['next_obs']])),
-            prev_action=tf.zeros([2, BATCH, ACT]),
-            env_id=tf.zeros([2, BATCH], tf.int32),
+            prev_action=tf.zeros([2, batch, ACT]),
+            env_id=tf.zeros([2, batch], tf.int32),
             action=tf.constant(
                 np.stack([b['action'], np.zeros_like(b['action'])])
             ),
@@ -158,6 +187,7 @@ def _ours(args):
         seed=args.seed,
         epsilon=args.epsilon,
         sgd=args.sgd,
+        **{'settings/' + key: value for key, value in settings.items()},
         **saved,
     )
     print('wrote %s (%d updates)' % (args.out, args.updates))
@@ -178,13 +208,16 @@ def _sb3_td3(data):
     model = TD3(
         'MlpPolicy',
         env,
-        learning_rate=LR,
-        batch_size=BATCH,
-        gamma=GAMMA,
-        tau=TAU,
+        learning_rate=float(data['settings/lr']),
+        batch_size=int(data['settings/batch']),
+        gamma=float(data['settings/gamma']),
+        tau=float(data['settings/tau']),
         target_policy_noise=0.0,
         policy_kwargs=dict(
-            net_arch=[400, 300],
+            net_arch=dict(
+                pi=[int(n) for n in data['settings/actor_layers']],
+                qf=[int(n) for n in data['settings/critic_layers']],
+            ),
             **_torch_optimizer(data),
         ),
     )
@@ -289,7 +322,8 @@ def _sb3(args):
     torch.set_num_threads(1)
     data = dict(np.load(args.data))
     num_updates, seed = int(data['updates']), int(data['seed'])
-    batches = _batches(num_updates, seed)
+    batch = int(data['settings/batch'])
+    batches = _batches(num_updates, seed, batch)
     for order in ('SB3 (critic, then actor)', 'actor first'):
         model, modules = _sb3_td3(data)
         print('%s:' % order)
@@ -308,7 +342,7 @@ def _sb3(args):
                 model.replay_buffer.sample = lambda *a, _d=replay_data, **kw: (
                     _d
                 )
-                model.train(gradient_steps=1, batch_size=BATCH)
+                model.train(gradient_steps=1, batch_size=batch)
             theirs = _sb3_weights(modules)
             row = []
             for name in NETWORKS:
@@ -336,6 +370,11 @@ def main():
     ours.add_argument('--out', required=True)
     ours.add_argument('--updates', type=int, default=6)
     ours.add_argument('--seed', type=int, default=0)
+    ours.add_argument(
+        '--gin_file',
+        default=GIN_FILE,
+        help='the TD3 example whose networks and numbers are compared',
+    )
     ours.add_argument(
         '--epsilon',
         type=float,

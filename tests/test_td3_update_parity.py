@@ -28,6 +28,13 @@ def test_ours_saves_the_weights_of_each_update(tmp_path, optimizer):
     assert bool(data['sgd']) == (optimizer == ['--sgd'])
     if not data['sgd']:
         assert float(data['epsilon']) == 1e-10
+    # The numbers SB3's side takes, read from td3_hopper.gin.
+    assert float(data['settings/lr']) == 1e-3
+    assert int(data['settings/batch']) == 256
+    assert float(data['settings/gamma']) == 0.99
+    assert float(data['settings/tau']) == 0.005
+    assert list(data['settings/actor_layers']) == [400, 300]
+    assert list(data['settings/critic_layers']) == [400, 300]
     # Hopper-v5's sizes, td3_hopper.gin's (400, 300) networks.
     assert data['init/actor/0'].shape == (11, 400)
     assert data['init/critic0/0'].shape == (14, 400)
@@ -59,3 +66,37 @@ def test_ours_saves_the_weights_of_each_update(tmp_path, optimizer):
                 rtol=1e-5,
                 atol=1e-7,
             )
+
+
+def test_ours_builds_the_networks_of_the_gin_file_given(tmp_path):
+    """The networks come from --gin_file's bindings, not from constants."""
+    gin_file = tmp_path / 'small_td3.gin'
+    with open(os.path.join(_ROOT, 'examples', 'td3_hopper.gin')) as f:
+        text = f.read()
+    gin_file.write_text(
+        text.replace(
+            'ActorNetwork.fc_layer_params = (400, 300)',
+            'ActorNetwork.fc_layer_params = (32, 16)',
+        )
+    )
+    out = str(tmp_path / 'td3.npz')
+    subprocess.run(
+        [
+            sys.executable,
+            _SCRIPT,
+            'ours',
+            '--out',
+            out,
+            '--updates',
+            '1',
+            '--gin_file',
+            str(gin_file),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    data = np.load(out)
+    assert list(data['settings/actor_layers']) == [32, 16]
+    assert data['init/actor/0'].shape == (11, 32)
+    assert data['init/critic0/0'].shape == (14, 400)
