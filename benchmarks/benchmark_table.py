@@ -1112,10 +1112,16 @@ def record_rows(path: str, metric: str,
                 source: str) -> List[Tuple[str, Optional[int], list,
                                            Optional[float]]]:
     """``points`` rows of a record file (``collect``'s ``NAME.json``), one
-    per seed: ``(NAME/seed_S, seed, curve, wall seconds)``, the curve
-    being the thinned one the record holds, so that a table can be
-    generated again after the runs' directories are gone.
+    per seed, so that a table can be generated again after the runs'
+    directories are gone.
 
+    Args:
+        path: the record file.
+        metric: the ``--metric`` asked for (must be the record's).
+        source: the ``--source`` asked for (must be the record's).
+    Returns:
+        ``[(NAME/seed_S, seed, curve, wall seconds)]``, the curve
+        ``[(env steps, value)]`` being the thinned one the record holds.
     Raises:
         UsageError: not a record, one of another metric or source, or a
             seed without a curve.
@@ -1128,11 +1134,10 @@ def record_rows(path: str, metric: str,
                                         record['source'], metric, source))
     rows = []
     for entry in record['seeds']:
+        seed = entry.get('seed')
         curve = [(int(s), float(v)) for s, v in entry.get('curve') or ()]
         if not curve:
-            raise UsageError('%s: seed %s has no curve' %
-                             (path, entry.get('seed')))
-        seed = entry.get('seed')
+            raise UsageError('%s: seed %s has no curve' % (path, seed))
         rows.append(('%s/seed_%s' % (record['name'], seed), seed, curve,
                      entry.get('wall_secs')))
     return rows
