@@ -38,14 +38,13 @@ difference that fades as ``1 / sqrt(1 - 0.999^t)`` goes to 1 (1.26 at the
 1,000th update). Table and reading: ``docs/atari.md``.
 """
 
-import argparse
 import os
 import sys
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from td3_update_parity import _norm  # noqa: E402
+from update_parity import compare_row, make_parser, save_updates  # noqa: E402
 
 # PongNoFrameskip-v4's frames and actions (building it needs no emulator).
 FRAME, STACK, ACTIONS = 84, 4, 6
@@ -130,7 +129,6 @@ def _ours(args):
     """Runs alf_rl's updates; saves weights before and after each."""
     # alf_rl first: importing it keeps TensorFlow's start-up notices quiet.
     from alf_rl.algorithms.dqn_algorithm import DqnAlgorithm
-    from alf_rl.data_structures import Experience, StepType
     from alf_rl.specs import BoundedTensorSpec
     from alf_rl.utils.common import set_random_seed
     import tensorflow as tf
@@ -165,46 +163,16 @@ def _ours(args):
             for n in networks
         ]
 
-    saved = {}
-
-    def save(prefix, ws):
-        for name, w in zip(NETWORKS, ws):
-            for i, v in enumerate(w):
-                saved['%s/%s/%d' % (prefix, name, i)] = v
-
-    save('init', weights())
-    train = tf.function(alg.train, autograph=False)
-    for k, b in enumerate(_batches(args.updates, args.seed, batch)):
-        last = np.where(b['done'] > 0, StepType.LAST, StepType.MID)
-        exp = Experience(
-            step_type=tf.constant(
-                np.stack([np.full(batch, StepType.MID), last]).astype(np.int32)
-            ),
-            reward=tf.constant(
-                np.stack([np.zeros(batch), b['reward']]), tf.float32
-            ),
-            discount=tf.constant(
-                np.stack([np.ones(batch), 1.0 - b['done']]), tf.float32
-            ),
-            observation=tf.constant(np.stack([b['obs'], b['next_obs']])),
-            prev_action=tf.zeros([2, batch], tf.int64),
-            env_id=tf.zeros([2, batch], tf.int32),
-            action=tf.constant(
-                np.stack([b['action'], np.zeros_like(b['action'])])
-            ),
-            rollout_info=(),
-            state=(),
-        )
-        train(exp)
-        save('update%d' % k, weights())
-    np.savez(
+    save_updates(
         args.out,
+        tf.function(alg.train, autograph=False),
+        weights,
+        NETWORKS,
+        _batches(args.updates, args.seed, batch),
         updates=args.updates,
         seed=args.seed,
         **{'settings/' + key: value for key, value in settings.items()},
-        **saved,
     )
-    print('wrote %s (%d updates)' % (args.out, args.updates))
 
 
 def _to_torch(index, array, num_quantiles):
@@ -371,36 +339,15 @@ def _sb3(args):
             model.replay_buffer.sample = lambda *a, _d=replay_data, **kw: _d
             model.train(gradient_steps=1, batch_size=batch)
             theirs = weights(model)
-            row = []
-            for name in NETWORKS:
-                keys = [key for key in theirs if key.startswith(name + '/')]
-                diff = _norm(
-                    theirs[key] - data['update%d/%s' % (k, key)]
-                    for key in keys
-                )
-                change = _norm(theirs[key] - init[key] for key in keys)
-                row.append(
-                    '%s %.4f' % (name, diff / change)
-                    if change > 0
-                    else '%s %.1e (unchanged)' % (name, diff)
-                )
-            print(
-                '  update %d: |sb3-contrib - ours| / |sb3-contrib - '
-                'initial|: %s' % (k + 1, ', '.join(row))
-            )
+            print(compare_row('sb3-contrib', theirs, init, data, k, NETWORKS))
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    sub = parser.add_subparsers(dest='side', required=True)
-    ours = sub.add_parser('ours', help="alf_rl's updates (this venv)")
-    ours.add_argument('--out', required=True)
-    ours.add_argument('--updates', type=int, default=6)
-    ours.add_argument('--seed', type=int, default=0)
-    ours.add_argument(
-        '--gin_file',
-        default=GIN_FILE,
-        help='the QR-DQN Atari example whose network and numbers are compared',
+    parser, ours = make_parser(
+        __doc__.split('\n')[0],
+        GIN_FILE,
+        'the QR-DQN Atari example whose network and numbers are compared',
+        'sb3-contrib',
     )
     ours.add_argument(
         '--gin_param',
@@ -410,8 +357,6 @@ def main():
         'DqnAlgorithm.gradient_clipping=1.0 (a clip that acts on these '
         'batches, whose gradient norms are 5-7); repeatable',
     )
-    sb3 = sub.add_parser('sb3', help="sb3-contrib's updates (a venv with it)")
-    sb3.add_argument('--data', required=True)
     args = parser.parse_args()
     (_ours if args.side == 'ours' else _sb3)(args)
 

@@ -34,10 +34,13 @@ which Adam cancels except against its epsilon (1e-8: the critics then
 differ by ~1% after one update).
 """
 
-import argparse
 import os
+import sys
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from update_parity import compare_row, make_parser, save_updates  # noqa: E402
 
 # Hopper-v5's observation and action sizes (building it would need MuJoCo).
 OBS, ACT = 11, 3
@@ -121,7 +124,6 @@ def _ours(args):
     """Runs alf_rl's updates; saves weights before and after each."""
     # alf_rl first: importing it keeps TensorFlow's start-up notices quiet.
     from alf_rl.algorithms.td3_algorithm import Td3Algorithm
-    from alf_rl.data_structures import Experience, StepType
     from alf_rl.specs import BoundedTensorSpec
     from alf_rl.utils.common import set_random_seed
     import tensorflow as tf
@@ -145,52 +147,18 @@ def _ours(args):
         + [alg._target_actor_network]
         + alg._target_critic_networks
     )
-
-    def weights():
-        return [[v.numpy() for v in n.trainable_variables] for n in networks]
-
-    saved = {}
-
-    def save(prefix, ws):
-        for name, w in zip(NETWORKS, ws):
-            for i, v in enumerate(w):
-                saved['%s/%s/%d' % (prefix, name, i)] = v
-
-    save('init', weights())
-    train = tf.function(alg.train, autograph=False)
-    for k, b in enumerate(_batches(args.updates, args.seed, batch)):
-        last = np.where(b['done'] > 0, StepType.LAST, StepType.MID)
-        exp = Experience(
-            step_type=tf.constant(
-                np.stack([np.full(batch, StepType.MID), last]).astype(np.int32)
-            ),
-            reward=tf.constant(
-                np.stack([np.zeros(batch), b['reward']]), tf.float32
-            ),
-            discount=tf.constant(
-                np.stack([np.ones(batch), 1.0 - b['done']]), tf.float32
-            ),
-            observation=tf.constant(np.stack([b['obs'], b['next_obs']])),
-            prev_action=tf.zeros([2, batch, ACT]),
-            env_id=tf.zeros([2, batch], tf.int32),
-            action=tf.constant(
-                np.stack([b['action'], np.zeros_like(b['action'])])
-            ),
-            rollout_info=(),
-            state=(),
-        )
-        train(exp)
-        save('update%d' % k, weights())
-    np.savez(
+    save_updates(
         args.out,
+        tf.function(alg.train, autograph=False),
+        lambda: [[v.numpy() for v in n.trainable_variables] for n in networks],
+        NETWORKS,
+        _batches(args.updates, args.seed, batch),
         updates=args.updates,
         seed=args.seed,
         epsilon=args.epsilon,
         sgd=args.sgd,
         **{'settings/' + key: value for key, value in settings.items()},
-        **saved,
     )
-    print('wrote %s (%d updates)' % (args.out, args.updates))
 
 
 def _sb3_td3(data):
@@ -258,11 +226,6 @@ def _sb3_weights(modules):
         key: param.detach().numpy().T.copy()
         for key, param in _sb3_params(modules).items()
     }
-
-
-def _norm(arrays):
-    """The Euclidean norm of arrays taken together."""
-    return float(np.sqrt(sum(np.sum(np.square(a)) for a in arrays)))
 
 
 def _actor_first_train(model, replay_data):
@@ -344,36 +307,15 @@ def _sb3(args):
                 )
                 model.train(gradient_steps=1, batch_size=batch)
             theirs = _sb3_weights(modules)
-            row = []
-            for name in NETWORKS:
-                keys = [key for key in theirs if key.startswith(name + '/')]
-                diff = _norm(
-                    theirs[key] - data['update%d/%s' % (k, key)]
-                    for key in keys
-                )
-                change = _norm(theirs[key] - init[key] for key in keys)
-                row.append(
-                    '%s %.4f' % (name, diff / change)
-                    if change > 0
-                    else '%s %.1e (unchanged)' % (name, diff)
-                )
-            print(
-                '  update %d: |SB3 - ours| / |SB3 - initial|: %s'
-                % (k + 1, ', '.join(row))
-            )
+            print(compare_row('SB3', theirs, init, data, k, NETWORKS))
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    sub = parser.add_subparsers(dest='side', required=True)
-    ours = sub.add_parser('ours', help="alf_rl's updates (this venv)")
-    ours.add_argument('--out', required=True)
-    ours.add_argument('--updates', type=int, default=6)
-    ours.add_argument('--seed', type=int, default=0)
-    ours.add_argument(
-        '--gin_file',
-        default=GIN_FILE,
-        help='the TD3 example whose networks and numbers are compared',
+    parser, ours = make_parser(
+        __doc__.split('\n')[0],
+        GIN_FILE,
+        'the TD3 example whose networks and numbers are compared',
+        'SB3',
     )
     ours.add_argument(
         '--epsilon',
@@ -387,8 +329,6 @@ def main():
         help='plain SGD on both sides instead of Adam: each step is the '
         "learning rate times the gradient, so the losses' scales show",
     )
-    sb3 = sub.add_parser('sb3', help="SB3's updates (a venv with SB3)")
-    sb3.add_argument('--data', required=True)
     args = parser.parse_args()
     (_ours if args.side == 'ours' else _sb3)(args)
 
