@@ -45,7 +45,7 @@ train: install
 	$(VENV)/bin/alf-train --gin_file examples/ac_cart_pole.gin --root_dir $(ROOT_DIR)
 
 test: install-test
-	$(VENV)/bin/python -m pytest -n 2 -q --durations=15 tests
+	$(VENV)/bin/python -m pytest -n 2 --dist loadgroup -q --durations=15 tests
 	$(MAKE) test-py313
 
 test-py313:
@@ -56,7 +56,7 @@ test-py313:
 		$(PY313) -m venv $(VENV313) && \
 		$(VENV313)/bin/pip install -q --upgrade pip && \
 		$(QUIET_BUILD) $(VENV313)/bin/pip install -q -e '.[test]' && \
-		$(VENV313)/bin/python -m pytest -n 2 -q -p no:cacheprovider $(QUICK_TESTS); \
+		$(VENV313)/bin/python -m pytest -n 2 --dist loadgroup -q -p no:cacheprovider $(QUICK_TESTS); \
 	fi
 
 docs: install-test

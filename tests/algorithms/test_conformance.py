@@ -1002,7 +1002,18 @@ def _train(case: Case, env_factory: Callable, collect_experience: Callable,
 # ------------------------------------------------------------------ tests
 
 
-@pytest.mark.parametrize('case', CASES, ids=lambda c: c.name)
+def _case_params(cases: List[Case]) -> List[Any]:
+    """``cases`` as parameters named by the case, each in the pytest-xdist
+    group of its name: with ``--dist loadgroup`` (``make test``) every test
+    of a case runs in one worker, which trains the case once (``run``)
+    instead of once per worker."""
+    return [pytest.param(case, id=case.name,
+                         marks=pytest.mark.xdist_group(case.name))
+            for case in cases]
+
+
+
+@pytest.mark.parametrize('case', _case_params(CASES))
 def test_eager_equals_compiled(case, run):
     r = run(case)
     (eager_losses, eager_values), (compiled_losses, compiled_values) = (
@@ -1029,7 +1040,7 @@ def _target_networks(alg) -> List[Network]:
     return [m for m in found if id(m) not in inner]
 
 
-@pytest.mark.parametrize('case', CASES, ids=lambda c: c.name)
+@pytest.mark.parametrize('case', _case_params(CASES))
 def test_training_steps_reach_every_variable(case, run):
     r = run(case)
     alg = r.eager_alg
@@ -1097,7 +1108,7 @@ def test_training_steps_reach_every_variable(case, run):
         assert np.all(np.isfinite(grad)) and np.any(grad != 0)
 
 
-@pytest.mark.parametrize('case', CASES, ids=lambda c: c.name)
+@pytest.mark.parametrize('case', _case_params(CASES))
 def test_checkpoint_round_trip(case, run, tmp_path):
     r = run(case)
     alg = r.eager_alg  # trained NUM_STEPS iterations
@@ -1184,7 +1195,7 @@ def _check_hook_is_train_step(case: Case, hook: str, env_factory,
 
 
 @pytest.mark.parametrize('hook', ['first_train_step', 'bootstrap_step'])
-@pytest.mark.parametrize('case', _ROW_HOOK_CASES, ids=lambda c: c.name)
+@pytest.mark.parametrize('case', _case_params(_ROW_HOOK_CASES))
 def test_row_hooks_change_only_the_cost(case, hook, run):
     """One compiled update with the class's ``hook`` equals one with
     ``train_step`` in its place (same losses and variables), with fewer
