@@ -87,6 +87,9 @@ def runs(tmp_path_factory):
     return [_result(o) for o in outputs]
 
 
+# Both kinds read one ``runs`` (three processes): in one xdist worker
+# (make test's --dist loadgroup) it is made once.
+@pytest.mark.xdist_group('test_workers_runs')
 @pytest.mark.parametrize('kind', ['on_policy', 'off_policy'])
 def test_workers_collect_their_own_data_and_keep_one_model(runs, kind):
     w0, w1, single = (r[kind] for r in runs)
