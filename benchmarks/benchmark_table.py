@@ -1257,15 +1257,20 @@ def records_chart(records: Sequence[Dict[str, Any]],
         title: the chart's title (default: the records' metrics).
     Returns:
         The SVG document: each seed's ``curve`` ([env steps, value] points)
-        labelled ``'<algorithm> <task> seed <k> (<source>)'``.
+        labelled ``'<algorithm> <task> seed <k> (<source>)'``, with
+        ``<name>: `` in front where two records share algorithm and task
+        (e.g. one method under two schedules).
     Raises:
         UsageError: no record has a curve point.
     """
+    kinds = [(r['algorithm'], r['task']) for r in records]
     series = []
     for r in records:
+        named = kinds.count((r['algorithm'], r['task'])) > 1
         for s in r['seeds']:
-            label = '%s %s seed %s (%s)' % (r['algorithm'], r['task'],
-                                            s['seed'], r['source'])
+            label = '%s%s %s seed %s (%s)' % (
+                r['name'] + ': ' if named else '', r['algorithm'], r['task'],
+                s['seed'], r['source'])
             series.append((label, [(x, y) for x, y in s['curve']]))
     if not any(points for _, points in series):
         raise UsageError('records %s have no curve points' % ', '.join(

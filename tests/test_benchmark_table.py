@@ -528,6 +528,21 @@ def test_plot_draws_a_line_per_seed_from_the_records(records, tmp_path,
     assert '>500<' in svg and '>4000<' in svg
 
 
+def test_plot_names_records_that_share_algorithm_and_task():
+    """Two records of one method on one task (two schedules, say) are told
+    apart by their names; a record alone keeps the short label."""
+    def record(name, algorithm):
+        return dict(name=name, algorithm=algorithm, task='Pong', metric='R',
+                    source='eval', seeds=[dict(seed=0, curve=[[0, 1],
+                                                              [10, 2]])])
+
+    svg = bt.records_chart([record('qr_a', 'QR-DQN'), record('qr_b', 'QR-DQN'),
+                            record('dqn', 'DQN')])
+    assert '>qr_a: QR-DQN Pong seed 0 (eval)<' in svg
+    assert '>qr_b: QR-DQN Pong seed 0 (eval)<' in svg
+    assert '>DQN Pong seed 0 (eval)<' in svg
+
+
 def test_plot_mistakes_are_one_line(records, tmp_path, capsys):
     directory, _ = records
     out = str(tmp_path / 'c.svg')
