@@ -44,7 +44,12 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from update_parity import compare_row, make_parser, save_updates  # noqa: E402
+from update_parity import (  # noqa: E402
+    compare_row,
+    make_parser,
+    save_updates,
+    train_on,
+)
 
 # PongNoFrameskip-v4's frames and actions (building it needs no emulator).
 FRAME, STACK, ACTIONS = 84, 4, 6
@@ -336,8 +341,7 @@ def _sb3(args):
                 torch.from_numpy(b['done'][:, None]),
                 torch.from_numpy(b['reward'][:, None]),
             )
-            model.replay_buffer.sample = lambda *a, _d=replay_data, **kw: _d
-            model.train(gradient_steps=1, batch_size=batch)
+            train_on(model, replay_data, batch)
             theirs = weights(model)
             print(compare_row('sb3-contrib', theirs, init, data, k, NETWORKS))
 

@@ -40,7 +40,12 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from update_parity import compare_row, make_parser, save_updates  # noqa: E402
+from update_parity import (  # noqa: E402
+    compare_row,
+    make_parser,
+    save_updates,
+    train_on,
+)
 
 # Hopper-v5's observation and action sizes (building it would need MuJoCo).
 OBS, ACT = 11, 3
@@ -302,10 +307,7 @@ def _sb3(args):
             if order == 'actor first':
                 _actor_first_train(model, replay_data)
             else:
-                model.replay_buffer.sample = lambda *a, _d=replay_data, **kw: (
-                    _d
-                )
-                model.train(gradient_steps=1, batch_size=batch)
+                train_on(model, replay_data, batch)
             theirs = _sb3_weights(modules)
             print(compare_row('SB3', theirs, init, data, k, NETWORKS))
 

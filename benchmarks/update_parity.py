@@ -30,8 +30,8 @@ def one_step_experience(transitions: Dict[str, np.ndarray]) -> Any:
     done = transitions['done']
     batch = len(done)
     last = np.where(done > 0, StepType.LAST, StepType.MID)
-    action = np.stack(
-        [transitions['action'], np.zeros_like(transitions['action'])]
+    action = tf.constant(
+        np.stack([transitions['action'], np.zeros_like(transitions['action'])])
     )
     return Experience(
         step_type=tf.constant(
@@ -46,9 +46,9 @@ def one_step_experience(transitions: Dict[str, np.ndarray]) -> Any:
         observation=tf.constant(
             np.stack([transitions['obs'], transitions['next_obs']])
         ),
-        prev_action=tf.zeros_like(tf.constant(action)),
+        prev_action=tf.zeros_like(action),
         env_id=tf.zeros([2, batch], tf.int32),
-        action=tf.constant(action),
+        action=action,
         rollout_info=(),
         state=(),
     )
@@ -89,6 +89,20 @@ def save_updates(
         updates += 1
     np.savez(out, **fields, **saved)
     print('wrote %s (%d updates)' % (out, updates))
+
+
+def train_on(model: Any, samples: Any, batch_size: int) -> None:
+    """One update of a Stable-Baselines3 (or sb3-contrib) off-policy
+    ``model`` on the given ``samples``: its ``train`` samples them instead
+    of its replay buffer.
+
+    Args:
+        model: e.g. ``TD3`` or ``QRDQN``.
+        samples: a ``ReplayBufferSamples`` of ``batch_size`` transitions.
+        batch_size: their number.
+    """
+    model.replay_buffer.sample = lambda *args, **kwargs: samples
+    model.train(gradient_steps=1, batch_size=batch_size)
 
 
 def norm(arrays: Iterable[np.ndarray]) -> float:

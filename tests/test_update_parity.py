@@ -90,3 +90,26 @@ def test_make_parser_gives_both_sides_their_options():
     assert (args.gin_file, args.own) == ('x.gin', 2)
     args = parser.parse_args(['sb3', '--data', 'o.npz'])
     assert (args.side, args.data) == ('sb3', 'o.npz')
+
+
+def test_train_on_feeds_the_samples_to_one_update():
+    class Buffer(object):
+        def sample(self, *args, **kwargs):
+            raise AssertionError('the replay buffer was sampled')
+
+    class Model(object):
+        replay_buffer = Buffer()
+        trained = []
+
+        def train(self, gradient_steps, batch_size):
+            self.trained.append(
+                (
+                    self.replay_buffer.sample(batch_size),
+                    gradient_steps,
+                    batch_size,
+                )
+            )
+
+    model = Model()
+    update_parity.train_on(model, 'samples', 3)
+    assert model.trained == [('samples', 1, 3)]
